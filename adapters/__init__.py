@@ -1,0 +1,1 @@
+"""kvspec's adapters: how the conformance suite drives an implementation under test."""

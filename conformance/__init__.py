@@ -1,0 +1,1 @@
+"""kvspec's conformance tooling and the ``kvspec`` command line."""

@@ -1,0 +1,17 @@
+"""kvspec's reference: the executable form of spec/replay.md, spec/s3fifo.md, spec/lru.md and
+spec/fifo.md. Each rule is a function that cites its clause id."""
+
+from .errors import ConfigError, KvspecError, TraceError
+from .fifo import FIFO
+from .lru import LRU
+from .replay import POLICIES, Policy, ReplayConfig, ReplayResult, RequestResult, make_policy, replay, replay_request
+from .s3fifo import S3FIFO, Caps, caps_for
+from .trace import TraceFile, TraceRecord, bundled_trace_path
+
+SPEC_VERSION = "0.1.0"
+
+__all__ = [
+    "FIFO", "LRU", "POLICIES", "S3FIFO", "SPEC_VERSION", "Caps", "ConfigError", "KvspecError", "Policy",
+    "ReplayConfig", "ReplayResult", "RequestResult", "TraceError", "TraceFile", "TraceRecord",
+    "bundled_trace_path", "caps_for", "make_policy", "replay", "replay_request",
+]

@@ -1,0 +1,33 @@
+"""Ordered queues of block hashes (spec/replay.md, REPLAY-QUEUE-1 to REPLAY-QUEUE-3).
+
+A queue is a dict keyed by block hash; its iteration order is the queue order, head (oldest)
+first, tail (newest) last. The rules are written against plain dicts so that CrossHair can
+explore them; the policies create their queues as OrderedDicts, which are dicts with the same
+order, because CPython's plain dict makes every pop from the head cost O(size) once deleted
+slots pile up in front, while OrderedDict pops its head in O(1).
+"""
+
+from typing import TypeVar
+
+V = TypeVar("V")
+
+# S3FIFO's small and main queues: block hash -> freq.
+Queue = dict[int, int]
+
+# A queue of hashes alone (the ghost, LRU's recency order, FIFO's arrival order). Its values
+# are True rather than None because CrossHair's symbolic dicts lose None values: it confirmed
+# as correct a planted ghost-capacity bug over dict[int, None] that it found at once over
+# dict[int, bool].
+HashQueue = dict[int, bool]
+
+
+def pop_head(queue: dict[int, V]) -> tuple[int, V]:
+    """REPLAY-QUEUE-2: remove and return the head (oldest) entry."""
+    head = next(iter(queue))
+    return head, queue.pop(head)
+
+
+def requeue(queue: dict[int, V], h: int, value: V) -> None:
+    """REPLAY-QUEUE-3: move ``h`` from wherever it is to the tail, with ``value``."""
+    del queue[h]
+    queue[h] = value

@@ -1,0 +1,179 @@
+"""Longest-prefix block replay (spec/replay.md): the policy-independent half of the spec."""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .contracts import ensure, require, snapshot
+from .errors import ConfigError, TraceError
+from .fifo import FIFO
+from .lru import LRU
+from .s3fifo import S3FIFO
+from .trace import INT64_MAX, TraceRecord
+
+PolicyName = Literal["s3fifo", "lru", "fifo"]
+POLICIES: tuple[PolicyName, ...] = ("s3fifo", "lru", "fifo")
+
+
+class Policy(Protocol):
+    """REPLAY-POLICY-1: what the replay needs of an eviction policy."""
+
+    def is_resident(self, h: int) -> bool: ...
+    def access(self, h: int) -> None: ...
+    def resident_count(self) -> int: ...
+    def state_invariants_hold(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """REPLAY-CONF-1 to REPLAY-CONF-3, and S3FIFO's own knobs (S3-CONF-1, S3-CONF-6)."""
+
+    policy: PolicyName = "s3fifo"
+    capacity: int = 4096
+    block_size: int = 512
+    small_ratio: float = 0.1
+    max_freq: int = 3
+
+
+def is_count(value: object, low: int) -> bool:
+    """An integer (never a bool) in [low, 2**63 - 1]."""
+    return type(value) is int and low <= value <= INT64_MAX
+
+
+def make_policy(config: ReplayConfig) -> Policy:
+    """REPLAY-CONF-1 to REPLAY-CONF-3: validate the config and build an empty cache."""
+    if config.policy not in POLICIES:
+        raise ConfigError("REPLAY-CONF-3", f"policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
+    if not is_count(config.capacity, 1):
+        raise ConfigError("REPLAY-CONF-1", f"capacity must be an integer number of blocks >= 1, not {config.capacity!r}")
+    if not is_count(config.block_size, 1):
+        raise ConfigError("REPLAY-CONF-2", f"block_size must be an integer number of tokens >= 1, not {config.block_size!r}")
+    if config.policy == "lru":
+        return LRU(config.capacity)
+    if config.policy == "fifo":
+        return FIFO(config.capacity)
+    return S3FIFO(config.capacity, config.small_ratio, config.max_freq)
+
+
+@ensure(lambda hash_ids, result: 0 <= result <= len(hash_ids), "REPLAY-PREFIX-1")
+@ensure(lambda hash_ids, is_resident, result: all(is_resident(h) for h in hash_ids[:result]), "REPLAY-PREFIX-1: every prefix block is resident")
+@ensure(
+    lambda hash_ids, is_resident, result: result == len(hash_ids) or not is_resident(hash_ids[result]),
+    "REPLAY-PREFIX-2: the scan stops at the first miss",
+)
+def prefix_hit_blocks(hash_ids: list[int], is_resident: Callable[[int], bool]) -> int:
+    """REPLAY-PREFIX-1 to REPLAY-PREFIX-3: k, the length of the resident prefix from index 0."""
+    k = 0
+    for h in hash_ids:
+        if not is_resident(h):
+            break  # REPLAY-PREFIX-2: no skip-ahead past a miss
+        k += 1
+    return k
+
+
+@require(lambda k, block_size: k >= 0 and block_size >= 1, "REPLAY-HIT-1")
+@ensure(lambda input_length, result: 0 <= result <= input_length, "REPLAY-INV-1: 0 <= hit_tokens <= prompt_tokens")
+@ensure(lambda k, block_size, result: result <= k * block_size, "REPLAY-HIT-1: no more than the hit blocks hold")
+def hit_tokens(k: int, block_size: int, input_length: int) -> int:
+    """REPLAY-HIT-1: min(k * block_size, input_length); the last block may be partial."""
+    return min(k * block_size, input_length)
+
+
+def check_block_count(path: str, line_number: int, record: TraceRecord, block_size: int) -> None:
+    """REPLAY-TRACE-3: input_length in ((n - 1) * block_size, n * block_size] for n hash ids."""
+    n = len(record.hash_ids)
+    if not (n - 1) * block_size < record.input_length <= n * block_size:
+        raise TraceError(
+            path,
+            line_number,
+            "input_length",
+            "REPLAY-TRACE-3",
+            f"{record.input_length} tokens do not fill {n} blocks of {block_size} tokens"
+            f" (needs {(n - 1) * block_size + 1} to {n * block_size}); is --block-size right?",
+        )
+
+
+@snapshot(lambda policy, hash_ids: policy.is_resident(hash_ids[0]), "first_resident")
+@require(lambda hash_ids: len(hash_ids) >= 1, "REPLAY-TRACE-2: at least one block")
+@ensure(lambda policy: policy.state_invariants_hold(), "S3-QUEUE-2, S3-FREQ-1, S3-INV-1..3, LRU-CAP-1, FIFO-CAP-1")
+@ensure(
+    lambda OLD, result: OLD.first_resident or result == 0,
+    "REPLAY-INV-3: a request whose first block is not resident hits 0",
+)
+def replay_request(policy: Policy, hash_ids: list[int], input_length: int, block_size: int) -> int:
+    """REPLAY-PREFIX-3, REPLAY-ACCESS-1: scan the prefix, then access every block; hit tokens."""
+    k = prefix_hit_blocks(hash_ids, policy.is_resident)  # REPLAY-PREFIX-3: before any access
+    for h in hash_ids:
+        policy.access(h)  # REPLAY-ACCESS-1: hit or miss, in order
+    return hit_tokens(k, block_size, input_length)
+
+
+class RequestResult(BaseModel):
+    """REPLAY-RESULT-2: one request's line of the result."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    hit_tokens: int = Field(ge=0, le=INT64_MAX)
+    prompt_tokens: int = Field(ge=1, le=INT64_MAX)
+
+
+class ReplayResult(BaseModel):
+    """REPLAY-RESULT-1 to REPLAY-RESULT-4: the result, with seed 000's field names."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    policy: PolicyName
+    block_size: int = Field(ge=1, le=INT64_MAX)
+    small_ratio: float | None
+    max_freq: int | None = Field(ge=0, le=INT64_MAX)
+    requests: int = Field(ge=0, le=INT64_MAX)
+    total_hit_tokens: int = Field(ge=0, le=INT64_MAX)
+    total_prompt_tokens: int = Field(ge=0, le=INT64_MAX)
+    final_cache_blocks: int = Field(ge=0, le=INT64_MAX)
+    cache_capacity_blocks: int = Field(ge=1, le=INT64_MAX)
+    per_request: list[RequestResult] | None
+
+
+@ensure(
+    lambda result: result.per_request is None or sum(r.hit_tokens for r in result.per_request) == result.total_hit_tokens,
+    "REPLAY-RESULT-3: per-request hit tokens sum to the total",
+)
+@ensure(
+    lambda result: result.per_request is None or sum(r.prompt_tokens for r in result.per_request) == result.total_prompt_tokens,
+    "REPLAY-RESULT-3: per-request prompt tokens sum to the total",
+)
+@ensure(lambda result: result.final_cache_blocks <= result.cache_capacity_blocks, "REPLAY-INV-2")
+def replay(
+    records: Iterable[tuple[int, TraceRecord]],
+    config: ReplayConfig,
+    *,
+    path: str = "<trace>",
+    per_request: bool = False,
+) -> ReplayResult:
+    """REPLAY-1: replay a trace's requests in order against one empty cache."""
+    policy = make_policy(config)
+    requests = total_hit_tokens = total_prompt_tokens = 0
+    lines: list[RequestResult] | None = [] if per_request else None
+    for line_number, record in records:
+        check_block_count(path, line_number, record, config.block_size)
+        hit = replay_request(policy, record.hash_ids, record.input_length, config.block_size)
+        requests += 1
+        total_hit_tokens += hit
+        total_prompt_tokens += record.input_length  # REPLAY-HIT-2
+        if lines is not None:
+            lines.append(RequestResult(hit_tokens=hit, prompt_tokens=record.input_length))
+    s3fifo = config.policy == "s3fifo"
+    return ReplayResult(
+        policy=config.policy,
+        block_size=config.block_size,
+        small_ratio=config.small_ratio if s3fifo else None,
+        max_freq=config.max_freq if s3fifo else None,
+        requests=requests,
+        total_hit_tokens=total_hit_tokens,
+        total_prompt_tokens=total_prompt_tokens,
+        final_cache_blocks=policy.resident_count(),  # REPLAY-RESULT-4
+        cache_capacity_blocks=config.capacity,
+        per_request=lines,
+    )
