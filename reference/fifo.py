@@ -4,6 +4,7 @@ from collections import OrderedDict
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, pop_head
+from .validation import check_count
 
 
 @snapshot(lambda arrival: len(arrival), "resident")
@@ -29,7 +30,7 @@ class FIFO:
     """One FIFO cache: the replay's policy interface (spec/replay.md, REPLAY-POLICY-1)."""
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
+        self.capacity = check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
         self.arrival: HashQueue = OrderedDict()
 
     def is_resident(self, h: int) -> bool:

@@ -4,6 +4,7 @@ from collections import OrderedDict
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, pop_head, requeue
+from .validation import check_count
 
 
 @snapshot(lambda recency: len(recency), "resident")
@@ -28,7 +29,7 @@ class LRU:
     """One LRU cache: the replay's policy interface (spec/replay.md, REPLAY-POLICY-1)."""
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
+        self.capacity = check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
         self.recency: HashQueue = OrderedDict()
 
     def is_resident(self, h: int) -> bool:

@@ -11,7 +11,8 @@ from .errors import ConfigError, TraceError
 from .fifo import FIFO
 from .lru import LRU
 from .s3fifo import S3FIFO
-from .trace import INT64_MAX, TraceRecord
+from .trace import TraceRecord
+from .validation import INT64_MAX, check_count
 
 PolicyName = Literal["s3fifo", "lru", "fifo"]
 POLICIES: tuple[PolicyName, ...] = ("s3fifo", "lru", "fifo")
@@ -37,19 +38,12 @@ class ReplayConfig:
     max_freq: int = 3
 
 
-def is_count(value: object, low: int) -> bool:
-    """An integer (never a bool) in [low, 2**63 - 1]."""
-    return type(value) is int and low <= value <= INT64_MAX
-
-
 def make_policy(config: ReplayConfig) -> Policy:
-    """REPLAY-CONF-1 to REPLAY-CONF-3: validate the config and build an empty cache."""
+    """REPLAY-CONF-1 to REPLAY-CONF-3: validate the config and build an empty cache (each
+    policy checks its capacity, REPLAY-CONF-1, and its own parameters)."""
     if config.policy not in POLICIES:
         raise ConfigError("REPLAY-CONF-3", f"policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
-    if not is_count(config.capacity, 1):
-        raise ConfigError("REPLAY-CONF-1", f"capacity must be an integer number of blocks >= 1, not {config.capacity!r}")
-    if not is_count(config.block_size, 1):
-        raise ConfigError("REPLAY-CONF-2", f"block_size must be an integer number of tokens >= 1, not {config.block_size!r}")
+    check_count(config.block_size, 1, "REPLAY-CONF-2", "block_size")
     if config.policy == "lru":
         return LRU(config.capacity)
     if config.policy == "fifo":
@@ -65,6 +59,9 @@ def make_policy(config: ReplayConfig) -> Policy:
 )
 def prefix_hit_blocks(hash_ids: list[int], is_resident: Callable[[int], bool]) -> int:
     """REPLAY-PREFIX-1 to REPLAY-PREFIX-3: k, the length of the resident prefix from index 0."""
+    # crosshair: off
+    # (CrossHair would pass an is_resident that answers differently each time it is asked;
+    # REPLAY-POLICY-1 rules that out, and no precondition can say so.)
     k = 0
     for h in hash_ids:
         if not is_resident(h):
@@ -73,7 +70,7 @@ def prefix_hit_blocks(hash_ids: list[int], is_resident: Callable[[int], bool]) -
     return k
 
 
-@require(lambda k, block_size: k >= 0 and block_size >= 1, "REPLAY-HIT-1")
+@require(lambda k, block_size, input_length: k >= 0 and block_size >= 1 and input_length >= 1, "REPLAY-HIT-1, REPLAY-TRACE-2")
 @ensure(lambda input_length, result: 0 <= result <= input_length, "REPLAY-INV-1: 0 <= hit_tokens <= prompt_tokens")
 @ensure(lambda k, block_size, result: result <= k * block_size, "REPLAY-HIT-1: no more than the hit blocks hold")
 def hit_tokens(k: int, block_size: int, input_length: int) -> int:

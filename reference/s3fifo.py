@@ -6,12 +6,13 @@ it; ``S3FIFO`` holds one cache's queues and hands them to the rules.
 
 import math
 from collections import OrderedDict
-from typing import NamedTuple
+from typing import NamedTuple, no_type_check
 
 from .contracts import ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
 from .queues import Queue, pop_head
+from .validation import INT64_MAX, check_count
 
 
 class Caps(NamedTuple):
@@ -23,6 +24,12 @@ class Caps(NamedTuple):
     max_freq: int
 
 
+def ratio_is_valid(small_ratio: float) -> bool:
+    """S3-CONF-1: a finite double in [0, 1]."""
+    return type(small_ratio) is float and math.isfinite(small_ratio) and 0.0 <= small_ratio <= 1.0
+
+
+@require(lambda capacity, small_ratio: 1 <= capacity <= INT64_MAX and ratio_is_valid(small_ratio), "REPLAY-CONF-1, S3-CONF-1")
 @ensure(lambda capacity, small_ratio, result: abs(result - capacity * small_ratio) <= 0.5, "S3-CONF-2: nearest integer")
 @ensure(
     lambda capacity, small_ratio, result: abs(result - capacity * small_ratio) != 0.5 or result % 2 == 0,
@@ -33,24 +40,38 @@ def small_cap_for(capacity: int, small_ratio: float) -> int:
     return round(capacity * small_ratio)
 
 
-@ensure(lambda result: result.ghost_cap == result.main_cap, "S3-CONF-4: ghost_cap == main_cap")
+@require(
+    lambda capacity, small_ratio, max_freq: 1 <= capacity <= INT64_MAX and ratio_is_valid(small_ratio) and 0 <= max_freq <= INT64_MAX,
+    "REPLAY-CONF-1, S3-CONF-1, S3-CONF-6",
+)
 @ensure(lambda capacity, result: result.small_cap + result.main_cap == capacity, "S3-CONF-3: main_cap = capacity - small_cap")
-@ensure(lambda result: result.small_cap >= 1 and result.main_cap >= 1, "S3-CONF-5: both queues hold a block")
-def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
-    """S3-CONF-1 to S3-CONF-6: derive the queue sizes, refusing a config the rules cannot run."""
-    if type(small_ratio) is not float or not math.isfinite(small_ratio) or not 0.0 <= small_ratio <= 1.0:
-        raise ConfigError("S3-CONF-1", f"small_ratio must be a finite number in [0, 1], not {small_ratio!r}")
-    if type(max_freq) is not int or max_freq < 0:
-        raise ConfigError("S3-CONF-6", f"max_freq must be an integer >= 0, not {max_freq!r}")
+@ensure(lambda result: result.ghost_cap == result.main_cap, "S3-CONF-4: ghost_cap == main_cap")
+def derive_caps(capacity: int, small_ratio: float, max_freq: int) -> Caps:
+    """S3-CONF-2 to S3-CONF-4: the queue sizes, before S3-CONF-5 is checked."""
     small_cap = small_cap_for(capacity, small_ratio)
     main_cap = capacity - small_cap
-    if small_cap < 1 or main_cap < 1:
+    return Caps(small_cap=small_cap, main_cap=main_cap, ghost_cap=main_cap, max_freq=max_freq)
+
+
+def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
+    """S3-CONF-1 to S3-CONF-6: the queue sizes, or a ConfigError citing the clause refused."""
+    check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
+    if not ratio_is_valid(small_ratio):
+        raise ConfigError("S3-CONF-1", f"small_ratio must be a finite number in [0, 1], not {small_ratio!r}")
+    check_count(max_freq, 0, "S3-CONF-6", "max_freq")
+    caps = derive_caps(capacity, small_ratio, max_freq)
+    if caps.small_cap < 1 or caps.main_cap < 1:
         raise ConfigError(
             "S3-CONF-5",
             f"capacity {capacity} at small_ratio {small_ratio} gives small_cap = round({capacity} * {small_ratio})"
-            f" = {small_cap} and main_cap = {main_cap}; S3FIFO needs both >= 1",
+            f" = {caps.small_cap} and main_cap = {caps.main_cap}; S3FIFO needs both >= 1",
         )
-    return Caps(small_cap=small_cap, main_cap=main_cap, ghost_cap=main_cap, max_freq=max_freq)
+    return caps
+
+
+# The three predicates below run only inside contracts, on arguments that typeguard has just
+# checked item by item at the rule's own entry; @no_type_check spares it checking them again,
+# which would make every access cost O(cache size) three more times over in the tests.
 
 
 def caps_are_valid(caps: Caps) -> bool:
@@ -58,16 +79,19 @@ def caps_are_valid(caps: Caps) -> bool:
     return caps.small_cap >= 1 and caps.main_cap >= 1 and caps.ghost_cap == caps.main_cap and caps.max_freq >= 0
 
 
+@no_type_check
 def queues_are_disjoint(small: Queue, main: Queue, ghost: Ghost) -> bool:
     """S3-QUEUE-2: no hash is in two of S, M and G."""
     return small.keys().isdisjoint(main) and small.keys().isdisjoint(ghost) and main.keys().isdisjoint(ghost)
 
 
+@no_type_check
 def freqs_in_range(small: Queue, main: Queue, caps: Caps) -> bool:
     """S3-FREQ-1: every freq lies in [0, max_freq]."""
     return all(0 <= f <= caps.max_freq for f in small.values()) and all(0 <= f <= caps.max_freq for f in main.values())
 
 
+@no_type_check
 def within_caps(small: Queue, main: Queue, ghost: Ghost, caps: Caps) -> bool:
     """S3-INV-1 to S3-INV-3: |S| <= small_cap, |M| <= main_cap, |G| <= ghost_cap."""
     return len(small) <= caps.small_cap and len(main) <= caps.main_cap and len(ghost) <= caps.ghost_cap
@@ -105,6 +129,9 @@ def access(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int) -> None:
         admit_to_small(small, main, ghost, caps, h)  # S3-ACCESS-4
 
 
+@require(lambda small, main, caps: freqs_in_range(small, main, caps), "S3-FREQ-1", per_access_state=True)
+@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
+@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
 @snapshot(lambda small: len(small), "small_len")
 @require(lambda small, main, ghost, h: h not in small and h not in main and h not in ghost, "S3-ACCESS-4: h is new")
 @require(lambda small, main, ghost: queues_are_disjoint(small, main, ghost), "S3-QUEUE-2", per_access_state=True)
@@ -121,6 +148,9 @@ def admit_to_small(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int) 
     small[h] = 0  # S3-ADMIT-S-4
 
 
+@require(lambda small, main, caps: freqs_in_range(small, main, caps), "S3-FREQ-1", per_access_state=True)
+@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
+@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
 @snapshot(lambda main: len(main), "main_len")
 @snapshot(lambda ghost: len(ghost), "ghost_len")
 @require(lambda small, main, ghost, h: h not in small and h not in main and h not in ghost, "S3-ADMIT-M-4: h is not queued")
@@ -144,6 +174,8 @@ def admit_to_main(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int, f
     main[h] = freq  # S3-ADMIT-M-4
 
 
+@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
+@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
 @require(lambda small, main, h: h not in small and h not in main, "S3-GHOST-4: a ghost is not resident")
 @ensure(lambda ghost, h: next(reversed(ghost)) == h, "S3-GHOST-3: h at the tail of G")
 @ensure(lambda ghost, caps: len(ghost) <= caps.ghost_cap, "S3-INV-3")

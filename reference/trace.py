@@ -12,9 +12,8 @@ from typing import IO, Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import KvspecError, TraceError
+from .validation import INT64_MAX, INT64_MIN
 
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 GZIP_MAGIC = b"\x1f\x8b"
 
 BUNDLED_TRACES = files("kvspec.reference") / "traces"
@@ -45,6 +44,8 @@ def field_name(location: tuple[int | str, ...]) -> str:
 
 def parse_line(path: str, line_number: int, line: bytes) -> TraceRecord:
     """REPLAY-TRACE-1, REPLAY-TRACE-2: one line, or a TraceError naming its first bad field."""
+    if not line.strip():
+        raise TraceError(path, line_number, "(line)", "REPLAY-TRACE-1", "a blank line is not a request")
     try:
         return TraceRecord.model_validate_json(line)
     except ValidationError as error:

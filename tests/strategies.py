@@ -1,0 +1,142 @@
+"""Hypothesis strategies for traces that look like Mooncake ones, and for replay configs.
+
+A Mooncake hash id is a chained prefix hash: the same id always sits at the same position
+behind the same predecessor, and two requests that share their first K blocks share their
+first K ids. ``conversation_traces`` builds a tree of conversations with that property: each
+request starts a fresh conversation, extends an earlier request by a turn, branches off an
+earlier request part-way (a shared system prompt, an edited turn), repeats an earlier request
+exactly, or is a one-off scan that nobody reuses. ``input_length`` falls anywhere in
+((n - 1) * block_size, n * block_size] for n blocks, so last blocks are often partial.
+
+``arbitrary_traces`` drops the chaining: ids come from a small pool, may repeat inside one
+request and may appear at any position. No real trace looks like that, but the spec does not
+forbid it, and it is where "longest prefix" and "set intersection" part ways.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+# (hash_ids, input_length) for each request, in arrival order.
+Request = tuple[list[int], int]
+
+BLOCK_SIZES = (1, 2, 3, 4, 16, 512)
+
+
+@dataclass(frozen=True)
+class Trace:
+    block_size: int
+    requests: list[Request]
+
+    def records(self) -> list[tuple[int, object]]:
+        """(line_number, TraceRecord) pairs, as kvspec.reference.replay.replay reads them."""
+        from kvspec.reference import TraceRecord
+
+        return [
+            (line, TraceRecord(timestamp=0, input_length=length, output_length=0, hash_ids=list(hashes)))
+            for line, (hashes, length) in enumerate(self.requests, start=1)
+        ]
+
+
+def input_length_for(draw: st.DrawFn, n_blocks: int, block_size: int) -> int:
+    """Anywhere in ((n - 1) * block_size, n * block_size]."""
+    return draw(st.integers((n_blocks - 1) * block_size + 1, n_blocks * block_size))
+
+
+@st.composite
+def conversation_traces(
+    draw: st.DrawFn,
+    *,
+    block_sizes: st.SearchStrategy[int] = st.sampled_from(BLOCK_SIZES),
+    max_requests: int = 20,
+    max_turn_blocks: int = 4,
+    max_blocks: int = 12,
+    max_scan_blocks: int = 10,
+) -> Trace:
+    """A tree of conversations with chained prefix hashes (see the module docstring)."""
+    block_size = draw(block_sizes)
+    # Ids are fresh integers; where they start does not matter to the spec, so let the
+    # int64 edges show up now and then.
+    base = draw(st.sampled_from([1, 0, -(2**63), 2**63 - 10_000]))
+    next_id = [base]
+
+    def fresh(n: int) -> list[int]:
+        ids = list(range(next_id[0], next_id[0] + n))
+        next_id[0] += n
+        return ids
+
+    requests: list[Request] = []
+    n_requests = draw(st.integers(1, max_requests))
+    for _ in range(n_requests):
+        kinds = ["fresh", "scan"] if not requests else ["extend", "repeat", "branch", "fresh", "scan"]
+        kind = draw(st.sampled_from(kinds))
+        if kind in ("extend", "repeat", "branch"):
+            # Most recent first, so that shrinking moves towards the previous request.
+            parent = requests[-1 - draw(st.integers(0, len(requests) - 1))][0]
+        if kind == "fresh":
+            hashes = fresh(draw(st.integers(1, max_turn_blocks)))
+        elif kind == "scan":
+            hashes = fresh(draw(st.integers(1, max_scan_blocks)))
+        elif kind == "repeat":
+            hashes = list(parent)
+        elif kind == "extend":
+            room = max(0, max_blocks - len(parent))
+            hashes = parent + fresh(draw(st.integers(min(1, room), min(max_turn_blocks, room))))
+        else:  # branch: keep a proper prefix of the parent (maybe empty), then diverge
+            keep = draw(st.integers(0, len(parent) - 1))
+            hashes = parent[:keep] + fresh(draw(st.integers(1, max_turn_blocks)))
+        requests.append((hashes, input_length_for(draw, len(hashes), block_size)))
+    return Trace(block_size, requests)
+
+
+@st.composite
+def arbitrary_traces(
+    draw: st.DrawFn,
+    *,
+    block_sizes: st.SearchStrategy[int] = st.sampled_from(BLOCK_SIZES),
+    max_requests: int = 20,
+    max_blocks: int = 8,
+    pool: int = 12,
+) -> Trace:
+    """Unchained ids from a small pool: reuse at any position, repeats inside a request."""
+    block_size = draw(block_sizes)
+    hash_lists = draw(st.lists(st.lists(st.integers(0, pool - 1), min_size=1, max_size=max_blocks), min_size=1, max_size=max_requests))
+    return Trace(block_size, [(hashes, input_length_for(draw, len(hashes), block_size)) for hashes in hash_lists])
+
+
+def traces() -> st.SearchStrategy[Trace]:
+    """Mostly realistic traces (two draws in three), some arbitrary ones."""
+    return st.one_of(conversation_traces(), conversation_traces(), arbitrary_traces())
+
+
+def s3fifo_config_is_valid(capacity: int, small_ratio: float) -> bool:
+    """small_cap = round(capacity * small_ratio) and main_cap = capacity - small_cap both >= 1."""
+    small_cap = round(capacity * small_ratio)
+    return small_cap >= 1 and capacity - small_cap >= 1
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    capacity: int
+    small_ratio: float
+    max_freq: int
+
+
+@st.composite
+def cache_configs(draw: st.DrawFn, *, max_capacity: int = 40) -> CacheConfig:
+    """Valid S3FIFO configs, from the smallest (both queues one block: capacity 6 at ratio 0.1,
+    2 at ratio 0.5) up to max_capacity; LRU and FIFO use the capacity alone.
+
+    The ratio is drawn first (a usual one or any double), then a capacity valid for it: one of the
+    three smallest valid ones, or any. A ratio that no capacity up to max_capacity makes valid
+    (0.0, 1.0, 0.001, ...) is replaced by 0.5, which is valid at every capacity >= 2; drawing
+    without a filter keeps Hypothesis from giving up on examples."""
+    small_ratio = draw(st.sampled_from([0.1, 0.25, 0.5]) | st.floats(0.0, 1.0))
+    valid = [c for c in range(2, max_capacity + 1) if s3fifo_config_is_valid(c, small_ratio)]
+    if not valid:
+        small_ratio = 0.5
+        valid = list(range(2, max_capacity + 1))
+    capacity = draw(st.sampled_from(valid[:3]) | st.sampled_from(valid))
+    return CacheConfig(capacity, small_ratio, draw(st.integers(0, 4)))

@@ -1,0 +1,160 @@
+"""`kvspec replay`: the main job, its output, its errors (REPLAY-TRACE-7) and what a terminal sees."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvspec.conformance import cli
+from kvspec.conformance.progress import Progress
+
+REQUEST = {"timestamp": 0, "input_length": 1000, "output_length": 1}
+
+
+def kvspec(*args: str, contracts: str = "all") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KVSPEC_CONTRACTS": contracts}
+    return subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def small_trace(path: Path, *hash_lists: list[int]) -> Path:
+    path.write_text("".join(json.dumps({**REQUEST, "hash_ids": hashes}) + "\n" for hashes in hash_lists))
+    return path
+
+
+def test_replay_with_no_arguments_replays_the_bundled_conversation_trace() -> None:
+    """The main job. The request count and prompt tokens are the Mooncake data README's figures."""
+    run = kvspec("replay", contracts="0")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert (result["requests"], result["total_prompt_tokens"]) == (12_031, 144_793_823)
+    assert (result["policy"], result["cache_capacity_blocks"], result["block_size"]) == ("s3fifo", 4096, 512)
+    assert 0 < result["total_hit_tokens"] < 54_098_411  # below what an unbounded cache hits
+    assert "per_request" not in result
+    assert run.stderr == ""  # not a terminal: no progress, no summary
+
+
+def test_per_request_and_output_file(tmp_path: Path) -> None:
+    """REPLAY-RESULT-2, REPLAY-RESULT-3 through the CLI; --output writes the same JSON."""
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2], [1, 2], [1, 3])
+    out = tmp_path / "result.json"
+    run = kvspec("replay", str(trace), "--policy", "lru", "--capacity", "8", "--per-request", "--output", str(out))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    result = json.loads(out.read_text())
+    # LRU, 8 blocks: [1, 2] misses; [1, 2] hits both (1000 tokens, clamped); [1, 3] hits 1: 512.
+    assert result["per_request"] == [
+        {"hit_tokens": 0, "prompt_tokens": 1000},
+        {"hit_tokens": 1000, "prompt_tokens": 1000},
+        {"hit_tokens": 512, "prompt_tokens": 1000},
+    ]
+    assert result["total_hit_tokens"] == 1512
+    assert sorted(tmp_path.iterdir()) == sorted([trace, out])
+
+
+def test_REPLAY_TRACE_7_a_bad_line_is_one_error_line_and_no_output_file(tmp_path: Path) -> None:
+    """REPLAY-TRACE-7: exit 1, the file, the line, the field and the clause; no traceback; no file."""
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2], [1, 2])
+    with trace.open("a") as extra:
+        extra.write('{"timestamp": 0, "input_length": 1000, "output_length": 1, "hash_ids": [1, "x"]}\n')
+    out = tmp_path / "result.json"
+    run = kvspec("replay", str(trace), "--output", str(out), "--capacity", "10")
+    assert run.returncode == 1
+    assert run.stderr == f"kvspec: error: {trace}:3: field hash_ids[1]: REPLAY-TRACE-2: Input should be a valid integer\n"
+    assert run.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+
+
+def test_REPLAY_TRACE_7_an_existing_output_file_is_left_as_it_was(tmp_path: Path) -> None:
+    """REPLAY-TRACE-7: a failed replay does not truncate an earlier result."""
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2])
+    trace.write_text(trace.read_text() + "\n")
+    out = tmp_path / "result.json"
+    out.write_text("earlier result")
+    run = kvspec("replay", str(trace), "--output", str(out), "--capacity", "10")
+    assert run.returncode == 1
+    assert ":2: field (line): REPLAY-TRACE-1: a blank line is not a request" in run.stderr
+    assert out.read_text() == "earlier result"
+
+
+@pytest.mark.parametrize(
+    ("args", "clause"),
+    [
+        (["--capacity", "0"], "REPLAY-CONF-1"),
+        (["--capacity", "5"], "S3-CONF-5"),
+        (["--small-ratio", "nan"], "S3-CONF-1"),
+        (["--small-ratio", "1"], "S3-CONF-5"),
+        (["--max-freq", "-1"], "S3-CONF-6"),
+        (["--block-size", "0"], "REPLAY-CONF-2"),
+        (["--block-size", "256"], "REPLAY-TRACE-3"),
+    ],
+)
+def test_config_errors_name_their_clause(args: list[str], clause: str) -> None:
+    """REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-5, S3-CONF-6: exit 1, one line, the clause."""
+    run = kvspec("replay", *args, contracts="0")
+    assert run.returncode == 1
+    assert run.stderr.startswith("kvspec: error: ") and clause in run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(("option", "clause"), [("--capacity", "REPLAY-CONF-1"), ("--small-ratio", "S3-CONF-1"), ("--max-freq", "S3-CONF-6")])
+def test_unparseable_numbers_name_their_clause(option: str, clause: str) -> None:
+    """Usage errors exit 2, as argparse's do, and still cite the clause."""
+    run = kvspec("replay", option, "many")
+    assert run.returncode == 2
+    assert f"{clause}: " in run.stderr and "'many'" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_missing_trace_file_is_one_error_line(tmp_path: Path) -> None:
+    run = kvspec("replay", str(tmp_path / "absent.jsonl"))
+    assert run.returncode == 1
+    assert run.stderr == f"kvspec: error: {tmp_path / 'absent.jsonl'}: cannot read the trace: No such file or directory\n"
+
+
+def test_an_unwritable_output_is_one_error_line(tmp_path: Path) -> None:
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2])
+    run = kvspec("replay", str(trace), "--capacity", "10", "--output", str(tmp_path / "no" / "such" / "dir.json"))
+    assert run.returncode == 1
+    assert run.stderr.startswith("kvspec: error: ") and "Traceback" not in run.stderr
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_summary_on_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """LRU, 8 blocks, on [1, 2], [1, 2], [1, 3]: 1,512 of 3,000 tokens (50.40 %), 3 blocks."""
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2], [1, 2], [1, 3])
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert cli.main(["replay", str(trace), "--policy", "lru", "--capacity", "8"]) == 0
+    assert terminal.getvalue() == "lru, 8 blocks of 512 tokens: 3 requests, 1,512 of 3,000 prompt tokens hit (50.40%); 3 blocks resident at the end\n"
+    assert json.loads(capsys.readouterr().out)["total_hit_tokens"] == 1512
+
+
+def test_progress_draws_only_on_a_terminal_after_its_delay_and_clears_its_line() -> None:
+    terminal = Terminal()
+    progress = Progress("replaying t", lambda: 0.25, stream=terminal, delay=0.0)
+    progress.update("10 requests")
+    progress.close()
+    drawn = terminal.getvalue()
+    assert drawn.startswith("\rreplaying t:  25.0 % (10 requests, ") and drawn.endswith("\r\x1b[K")
+    pipe = io.StringIO()
+    quiet = Progress("replaying t", lambda: 0.25, stream=pipe, delay=0.0)
+    quiet.update("10 requests")
+    quiet.close()
+    assert pipe.getvalue() == ""
+
+
+def test_a_gzip_trace_and_its_plain_text_give_the_same_result(tmp_path: Path) -> None:
+    """REPLAY-TRACE-6 through the CLI."""
+    import gzip
+
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2], [1, 2], [1, 3])
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(trace.read_bytes()))
+    assert kvspec("replay", str(trace), "--capacity", "10").stdout == kvspec("replay", str(packed), "--capacity", "10").stdout
