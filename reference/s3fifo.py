@@ -193,6 +193,7 @@ class S3FIFO:
 
     def __init__(self, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> None:
         self.caps = caps_for(capacity, small_ratio, max_freq)
+        # S3-QUEUE-1: S and M hold (hash, freq), G hashes alone; all start empty.
         self.small: Queue = OrderedDict()
         self.main: Queue = OrderedDict()
         self.ghost: Ghost = OrderedDict()

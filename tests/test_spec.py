@@ -1,0 +1,72 @@
+"""The spec's own discipline: every clause is implemented where it is cited, and tested by name.
+
+A clause is a line `- **ID** text` in spec/*.md. The reference (and the CLI) must cite each id
+of the replay, S3FIFO, LRU and FIFO specs, directly or in a range (`S3-INV-1..3`,
+`S3-CONF-2 to S3-CONF-4`); the tests must name each one literally, in a name
+(`test_S3_ADMIT_M_2_...`) or a docstring; and nothing may cite an id the spec does not have.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ["replay.md", "s3fifo.md", "lru.md", "fifo.md"]
+CLAUSE_LINE = re.compile(r"^- \*\*([A-Z][A-Z0-9]*(?:-[A-Z]+)*-\d+)\*\*", re.MULTILINE)
+CITATION = re.compile(r"\b((?:REPLAY|S3|LRU|FIFO)(?:-[A-Z]+)*)-(\d+)(?:\.\.(\d+)| to (?:REPLAY|S3|LRU|FIFO)(?:-[A-Z]+)*-(\d+))?")
+
+
+def spec_clauses(name: str) -> list[str]:
+    return CLAUSE_LINE.findall((ROOT / "spec" / name).read_text())
+
+
+def all_clauses() -> set[str]:
+    return {clause for name in SPECS for clause in spec_clauses(name)}
+
+
+def cited(text: str, *, ranges: bool) -> set[str]:
+    """Clause ids cited in ``text``; with ``ranges``, `X-1..3` and `X-1 to X-3` count for 1, 2, 3."""
+    ids: set[str] = set()
+    for prefix, first, last_dots, last_to in CITATION.findall(text.replace("_", "-")):
+        last = last_dots or last_to
+        stop = int(last) if (ranges and last) else int(first)
+        ids.update(f"{prefix}-{n}" for n in range(int(first), stop + 1))
+    return ids
+
+
+def text_of(folder: str, *, skip: str = "") -> str:
+    return "\n".join(p.read_text() for p in sorted((ROOT / folder).rglob("*.py")) if p.name != skip)
+
+
+def test_every_spec_file_has_clauses_and_no_id_twice() -> None:
+    for name in SPECS:
+        clauses = spec_clauses(name)
+        assert clauses, name
+        assert len(clauses) == len(set(clauses)), name
+
+
+def test_every_clause_is_cited_by_the_code_that_implements_it() -> None:
+    code = cited(text_of("reference") + text_of("conformance"), ranges=True)
+    assert sorted(all_clauses() - code) == []
+
+
+def test_every_clause_is_named_by_a_test() -> None:
+    tests = cited(text_of("tests", skip="test_spec.py"), ranges=False)
+    assert sorted(all_clauses() - tests) == []
+
+
+@pytest.mark.parametrize("folder", ["reference", "conformance", "tests"])
+def test_no_code_or_test_cites_a_clause_the_spec_does_not_have(folder: str) -> None:
+    unknown = cited(text_of(folder, skip="test_spec.py"), ranges=True) - all_clauses()
+    assert sorted(unknown) == []
+
+
+def test_the_common_mistakes_table_names_real_clauses() -> None:
+    """spec/s3fifo.md §8 maps every mistake of seed 000 to a clause that exists."""
+    table = (ROOT / "spec" / "s3fifo.md").read_text().split("## 8.")[1]
+    rows = [row for row in table.splitlines() if row.startswith("| ") and not row.startswith("| mistake")]
+    assert len(rows) == 12
+    for row in rows:
+        assert cited(row.split("|")[2], ranges=True) <= all_clauses(), row
+        assert cited(row.split("|")[2], ranges=True), row
