@@ -1,43 +1,51 @@
 """FIFO, the second baseline (spec/fifo.md): evict the block admitted first; hits change nothing."""
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, pop_head
 from .validation import check_count
 
 
-@snapshot(lambda arrival: len(arrival), "resident")
-@snapshot(lambda arrival, h: h in arrival, "was_resident")
-@snapshot(lambda arrival: list(arrival), "order", per_access_state=True)
-@require(lambda arrival, capacity: capacity >= 1 and len(arrival) <= capacity, "FIFO-CAP-1")
-@ensure(lambda OLD, arrival: not OLD.was_resident or list(arrival) == OLD.order, "FIFO-ACCESS-1: a hit changes nothing", per_access_state=True)
-@ensure(lambda OLD, arrival, h: OLD.was_resident or next(reversed(arrival)) == h, "FIFO-ADMIT-1: a missed block joins at the tail")
+def is_resident(cache: "FIFO", h: int) -> bool:
+    """FIFO-CAP-1: resident iff in the arrival queue."""
+    return h in cache.arrival
+
+
+@snapshot(lambda cache: len(cache.arrival), "resident")
+@snapshot(lambda cache, h: h in cache.arrival, "was_resident")
+@snapshot(lambda cache: list(cache.arrival), "order", per_access_state=True)
+@require(lambda cache: cache.capacity >= 1 and len(cache.arrival) <= cache.capacity, "FIFO-CAP-1")
+@ensure(lambda OLD, cache: not OLD.was_resident or list(cache.arrival) == OLD.order, "FIFO-ACCESS-1: a hit changes nothing", per_access_state=True)
+@ensure(lambda OLD, cache, h: OLD.was_resident or next(reversed(cache.arrival)) == h, "FIFO-ADMIT-1: a missed block joins at the tail")
 @ensure(
-    lambda OLD, arrival, capacity: len(arrival) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, capacity)),
+    lambda OLD, cache: len(cache.arrival) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, cache.capacity)),
     "FIFO-EVICT-1: one eviction, and only when full",
 )
-def access(arrival: HashQueue, capacity: int, h: int) -> None:
+def access(cache: "FIFO", h: int) -> None:
     """FIFO-ACCESS-1, FIFO-EVICT-1, FIFO-ADMIT-1: one block access."""
+    arrival = cache.arrival
     if h in arrival:
         return  # FIFO-ACCESS-1
-    if len(arrival) >= capacity:
+    if len(arrival) >= cache.capacity:
         pop_head(arrival)  # FIFO-EVICT-1: the head was admitted first
     arrival[h] = True  # FIFO-ADMIT-1
 
 
+@dataclass(slots=True, eq=False)
 class FIFO:
-    """One FIFO cache: the replay's policy interface (spec/replay.md, REPLAY-POLICY-1)."""
+    """One FIFO cache (FIFO-CAP-1); the rules above are its methods, as in s3fifo.S3FIFO."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
-        self.arrival: HashQueue = OrderedDict()
+    capacity: int
+    arrival: HashQueue
 
-    def is_resident(self, h: int) -> bool:
-        return h in self.arrival
+    @classmethod
+    def empty(cls, capacity: int) -> "FIFO":
+        return cls(check_count(capacity, 1, "REPLAY-CONF-1", "capacity"), OrderedDict())
 
-    def access(self, h: int) -> None:
-        access(self.arrival, self.capacity, h)
+    is_resident = is_resident
+    access = access
 
     def resident_count(self) -> int:
         return len(self.arrival)

@@ -1,42 +1,50 @@
 """LRU, the first baseline (spec/lru.md): evict the block accessed least recently."""
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, pop_head, requeue
 from .validation import check_count
 
 
-@snapshot(lambda recency: len(recency), "resident")
-@snapshot(lambda recency, h: h in recency, "was_resident")
-@require(lambda recency, capacity: capacity >= 1 and len(recency) <= capacity, "LRU-CAP-1")
-@ensure(lambda recency, h: next(reversed(recency)) == h, "LRU-ACCESS-1, LRU-ADMIT-1: h is the most recent")
+def is_resident(cache: "LRU", h: int) -> bool:
+    """LRU-CAP-1: resident iff in the recency queue."""
+    return h in cache.recency
+
+
+@snapshot(lambda cache: len(cache.recency), "resident")
+@snapshot(lambda cache, h: h in cache.recency, "was_resident")
+@require(lambda cache: cache.capacity >= 1 and len(cache.recency) <= cache.capacity, "LRU-CAP-1")
+@ensure(lambda cache, h: next(reversed(cache.recency)) == h, "LRU-ACCESS-1, LRU-ADMIT-1: h is the most recent")
 @ensure(
-    lambda OLD, recency, capacity: len(recency) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, capacity)),
+    lambda OLD, cache: len(cache.recency) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, cache.capacity)),
     "LRU-EVICT-1: one eviction, and only when full",
 )
-def access(recency: HashQueue, capacity: int, h: int) -> None:
+def access(cache: "LRU", h: int) -> None:
     """LRU-ACCESS-1, LRU-EVICT-1, LRU-ADMIT-1: one block access."""
+    recency = cache.recency
     if h in recency:
         requeue(recency, h, True)  # LRU-ACCESS-1
         return
-    if len(recency) >= capacity:
+    if len(recency) >= cache.capacity:
         pop_head(recency)  # LRU-EVICT-1: the head is the least recently accessed
     recency[h] = True  # LRU-ADMIT-1
 
 
+@dataclass(slots=True, eq=False)
 class LRU:
-    """One LRU cache: the replay's policy interface (spec/replay.md, REPLAY-POLICY-1)."""
+    """One LRU cache (LRU-CAP-1); the rules above are its methods, as in s3fifo.S3FIFO."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
-        self.recency: HashQueue = OrderedDict()
+    capacity: int
+    recency: HashQueue
 
-    def is_resident(self, h: int) -> bool:
-        return h in self.recency
+    @classmethod
+    def empty(cls, capacity: int) -> "LRU":
+        return cls(check_count(capacity, 1, "REPLAY-CONF-1", "capacity"), OrderedDict())
 
-    def access(self, h: int) -> None:
-        access(self.recency, self.capacity, h)
+    is_resident = is_resident
+    access = access
 
     def resident_count(self) -> int:
         return len(self.recency)

@@ -45,10 +45,10 @@ def make_policy(config: ReplayConfig) -> Policy:
         raise ConfigError("REPLAY-CONF-3", f"policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
     check_count(config.block_size, 1, "REPLAY-CONF-2", "block_size")
     if config.policy == "lru":
-        return LRU(config.capacity)
+        return LRU.empty(config.capacity)
     if config.policy == "fifo":
-        return FIFO(config.capacity)
-    return S3FIFO(config.capacity, config.small_ratio, config.max_freq)
+        return FIFO.empty(config.capacity)
+    return S3FIFO.empty(config.capacity, config.small_ratio, config.max_freq)
 
 
 @ensure(lambda hash_ids, result: 0 <= result <= len(hash_ids), "REPLAY-PREFIX-1")

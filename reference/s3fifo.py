@@ -1,21 +1,23 @@
 """S3FIFO (spec/s3fifo.md): three FIFO queues and a saturating frequency per resident block.
 
-Each rule is a function over plain dicts and a ``Caps`` tuple, so that CrossHair can explore
-it; ``S3FIFO`` holds one cache's queues and hands them to the rules.
+Each rule is a function of the cache it changes, a plain dataclass of dicts that CrossHair can
+build in any state and explore; the class takes the rules a replay calls as its methods.
 """
 
 import math
 from collections import OrderedDict
-from typing import NamedTuple, no_type_check
+from dataclasses import dataclass
+from typing import no_type_check
 
 from .contracts import ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
-from .queues import Queue, pop_head
+from .queues import Queue
 from .validation import INT64_MAX, check_count
 
 
-class Caps(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Caps:
     """S3-CONF-2 to S3-CONF-5: the sizes one S3FIFO cache is built with."""
 
     small_cap: int
@@ -69,9 +71,9 @@ def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
     return caps
 
 
-# The three predicates below run only inside contracts, on arguments that typeguard has just
+# The predicates below run only inside contracts, on a cache whose queues typeguard has just
 # checked item by item at the rule's own entry; @no_type_check spares it checking them again,
-# which would make every access cost O(cache size) three more times over in the tests.
+# which would make every access cost O(cache size) several more times over in the tests.
 
 
 def caps_are_valid(caps: Caps) -> bool:
@@ -80,26 +82,35 @@ def caps_are_valid(caps: Caps) -> bool:
 
 
 @no_type_check
-def queues_are_disjoint(small: Queue, main: Queue, ghost: Ghost) -> bool:
+def queues_are_disjoint(cache: "S3FIFO") -> bool:
     """S3-QUEUE-2: no hash is in two of S, M and G."""
+    small, main, ghost = cache.small, cache.main, cache.ghost
     return small.keys().isdisjoint(main) and small.keys().isdisjoint(ghost) and main.keys().isdisjoint(ghost)
 
 
 @no_type_check
-def freqs_in_range(small: Queue, main: Queue, caps: Caps) -> bool:
+def freqs_in_range(cache: "S3FIFO") -> bool:
     """S3-FREQ-1: every freq lies in [0, max_freq]."""
-    return all(0 <= f <= caps.max_freq for f in small.values()) and all(0 <= f <= caps.max_freq for f in main.values())
+    top = cache.caps.max_freq
+    return all(0 <= f <= top for f in cache.small.values()) and all(0 <= f <= top for f in cache.main.values())
 
 
 @no_type_check
-def within_caps(small: Queue, main: Queue, ghost: Ghost, caps: Caps) -> bool:
+def within_caps(cache: "S3FIFO") -> bool:
     """S3-INV-1 to S3-INV-3: |S| <= small_cap, |M| <= main_cap, |G| <= ghost_cap."""
-    return len(small) <= caps.small_cap and len(main) <= caps.main_cap and len(ghost) <= caps.ghost_cap
+    caps = cache.caps
+    return len(cache.small) <= caps.small_cap and len(cache.main) <= caps.main_cap and len(cache.ghost) <= caps.ghost_cap
 
 
-def is_resident(small: Queue, main: Queue, h: int) -> bool:
+@no_type_check
+def is_queued(cache: "S3FIFO", h: int) -> bool:
+    """Whether h is in S, M or G."""
+    return h in cache.small or h in cache.main or h in cache.ghost
+
+
+def is_resident(cache: "S3FIFO", h: int) -> bool:
     """S3-QUEUE-3: h is resident iff it is in S or M; the ghost never counts."""
-    return h in small or h in main
+    return h in cache.small or h in cache.main
 
 
 def saturating_increment(freq: int, max_freq: int) -> int:
@@ -107,111 +118,118 @@ def saturating_increment(freq: int, max_freq: int) -> int:
     return min(freq + 1, max_freq)
 
 
-@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
-@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
-@require(lambda small, main, ghost: queues_are_disjoint(small, main, ghost), "S3-QUEUE-2", per_access_state=True)
-@require(lambda small, main, caps: freqs_in_range(small, main, caps), "S3-FREQ-1", per_access_state=True)
-@ensure(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
-@ensure(lambda small, main, ghost, h: (h in small or h in main) and h not in ghost, "S3-ACCESS-1..4: h is resident after its access")
-@ensure(lambda small, main, caps, h: 0 <= (small[h] if h in small else main[h]) <= caps.max_freq, "S3-FREQ-1")
-@ensure(lambda small, main, ghost: queues_are_disjoint(small, main, ghost), "S3-QUEUE-2", per_access_state=True)
-@ensure(lambda small, main, caps: freqs_in_range(small, main, caps), "S3-FREQ-1", per_access_state=True)
-def access(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int) -> None:
+@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
+@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+@require(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
+@require(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
+@ensure(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+@ensure(lambda cache, h: is_resident(cache, h) and h not in cache.ghost, "S3-ACCESS-1 to S3-ACCESS-4: h is resident after its access")
+@ensure(lambda cache, h: 0 <= cache.small.get(h, cache.main.get(h, 0)) <= cache.caps.max_freq, "S3-FREQ-1")
+@ensure(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
+@ensure(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
+def access(cache: "S3FIFO", h: int) -> None:
     """S3-ACCESS-1 to S3-ACCESS-4: one block access."""
-    if h in small:
-        small[h] = saturating_increment(small[h], caps.max_freq)  # S3-ACCESS-1
-    elif h in main:
-        main[h] = saturating_increment(main[h], caps.max_freq)  # S3-ACCESS-2: in place, no reordering
-    elif h in ghost:
-        del ghost[h]  # S3-ACCESS-3
-        admit_to_main(small, main, ghost, caps, h, 0)
+    if h in cache.small:
+        cache.small[h] = saturating_increment(cache.small[h], cache.caps.max_freq)  # S3-ACCESS-1
+    elif h in cache.main:
+        cache.main[h] = saturating_increment(cache.main[h], cache.caps.max_freq)  # S3-ACCESS-2: in place
+    elif h in cache.ghost:
+        del cache.ghost[h]  # S3-ACCESS-3
+        admit_to_main(cache, h, 0)
     else:
-        admit_to_small(small, main, ghost, caps, h)  # S3-ACCESS-4
+        admit_to_small(cache, h)  # S3-ACCESS-4
 
 
-@require(lambda small, main, caps: freqs_in_range(small, main, caps), "S3-FREQ-1", per_access_state=True)
-@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
-@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
-@snapshot(lambda small: len(small), "small_len")
-@require(lambda small, main, ghost, h: h not in small and h not in main and h not in ghost, "S3-ACCESS-4: h is new")
-@require(lambda small, main, ghost: queues_are_disjoint(small, main, ghost), "S3-QUEUE-2", per_access_state=True)
-@ensure(lambda small, h: small[h] == 0 and next(reversed(small)) == h, "S3-ADMIT-S-4: h at the tail of S, freq 0")
-@ensure(lambda OLD, small, caps: len(small) == min(OLD.small_len + 1, caps.small_cap), "S3-ADMIT-S-1: drain only to make room")
-def admit_to_small(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int) -> None:
+@snapshot(lambda cache: len(cache.small), "small_len")
+@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
+@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+@require(lambda cache, h: not is_queued(cache, h), "S3-ADMIT-S-4: h is new")
+@require(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
+@require(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
+@ensure(lambda cache, h: cache.small[h] == 0 and next(reversed(cache.small)) == h, "S3-ADMIT-S-4: h at the tail of S, freq 0")
+@ensure(lambda OLD, cache: len(cache.small) == min(OLD.small_len + 1, cache.caps.small_cap), "S3-ADMIT-S-1: drain only to make room")
+def admit_to_small(cache: "S3FIFO", h: int) -> None:
     """S3-ADMIT-S-1 to S3-ADMIT-S-4."""
-    while len(small) >= caps.small_cap:  # S3-ADMIT-S-1
-        victim, victim_freq = pop_head(small)
+    small = cache.small
+    while len(small) >= cache.caps.small_cap:  # S3-ADMIT-S-1
+        victim = next(iter(small))  # REPLAY-QUEUE-2: pop the head
+        victim_freq = small.pop(victim)
         if victim_freq >= 1:
-            admit_to_main(small, main, ghost, caps, victim, victim_freq)  # S3-ADMIT-S-2: freq preserved
+            admit_to_main(cache, victim, victim_freq)  # S3-ADMIT-S-2: freq preserved
         else:
-            insert_to_ghost(small, main, ghost, caps, victim)  # S3-ADMIT-S-3
+            insert_to_ghost(cache, victim)  # S3-ADMIT-S-3
     small[h] = 0  # S3-ADMIT-S-4
 
 
-@require(lambda small, main, caps: freqs_in_range(small, main, caps), "S3-FREQ-1", per_access_state=True)
-@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
-@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
-@snapshot(lambda main: len(main), "main_len")
-@snapshot(lambda ghost: len(ghost), "ghost_len")
-@require(lambda small, main, ghost, h: h not in small and h not in main and h not in ghost, "S3-ADMIT-M-4: h is not queued")
-@require(lambda small, main, ghost: queues_are_disjoint(small, main, ghost), "S3-QUEUE-2", per_access_state=True)
-@require(lambda caps, freq: 0 <= freq <= caps.max_freq, "S3-FREQ-1")
-@ensure(lambda main, h, freq: main[h] == freq and next(reversed(main)) == h, "S3-ADMIT-M-4: h at the tail of M with its freq")
-@ensure(lambda OLD, main, caps: len(main) == min(OLD.main_len + 1, caps.main_cap), "S3-ADMIT-M-3: exactly one real eviction")
+@snapshot(lambda cache: len(cache.main), "main_len")
+@snapshot(lambda cache: len(cache.ghost), "ghost_len")
+@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
+@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+@require(lambda cache, h: not is_queued(cache, h), "S3-ADMIT-M-4: h is not queued")
+@require(lambda cache, freq: 0 <= freq <= cache.caps.max_freq, "S3-FREQ-1")
+@require(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
+@require(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
+@ensure(lambda cache, h, freq: cache.main[h] == freq and next(reversed(cache.main)) == h, "S3-ADMIT-M-4: h at the tail of M with its freq")
+@ensure(lambda OLD, cache: len(cache.main) == min(OLD.main_len + 1, cache.caps.main_cap), "S3-ADMIT-M-3: exactly one real eviction")
 @ensure(
-    lambda OLD, ghost, caps: len(ghost) == (min(OLD.ghost_len + 1, caps.ghost_cap) if OLD.main_len >= caps.main_cap else OLD.ghost_len),
+    lambda OLD, cache: len(cache.ghost)
+    == (min(OLD.ghost_len + 1, cache.caps.ghost_cap) if OLD.main_len >= cache.caps.main_cap else OLD.ghost_len),
     "S3-ADMIT-M-3: the evicted block goes to G",
 )
-def admit_to_main(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int, freq: int) -> None:
+def admit_to_main(cache: "S3FIFO", h: int, freq: int) -> None:
     """S3-ADMIT-M-1 to S3-ADMIT-M-4: second chance, then exactly one real eviction."""
-    while len(main) >= caps.main_cap:  # S3-ADMIT-M-1
-        victim, victim_freq = pop_head(main)
+    main = cache.main
+    while len(main) >= cache.caps.main_cap:  # S3-ADMIT-M-1
+        victim = next(iter(main))  # REPLAY-QUEUE-2: pop the head
+        victim_freq = main.pop(victim)
         if victim_freq >= 1:
             main[victim] = victim_freq - 1  # S3-ADMIT-M-2: back at the tail, one chance spent
             continue
-        insert_to_ghost(small, main, ghost, caps, victim)  # S3-ADMIT-M-3
+        insert_to_ghost(cache, victim)  # S3-ADMIT-M-3
         break
     main[h] = freq  # S3-ADMIT-M-4
 
 
-@require(lambda caps: caps_are_valid(caps), "S3-CONF-5")
-@require(lambda small, main, ghost, caps: within_caps(small, main, ghost, caps), "S3-INV-1..3")
-@require(lambda small, main, h: h not in small and h not in main, "S3-GHOST-4: a ghost is not resident")
-@ensure(lambda ghost, h: next(reversed(ghost)) == h, "S3-GHOST-3: h at the tail of G")
-@ensure(lambda ghost, caps: len(ghost) <= caps.ghost_cap, "S3-INV-3")
-def insert_to_ghost(small: Queue, main: Queue, ghost: Ghost, caps: Caps, h: int) -> None:
+@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
+@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+@require(lambda cache, h: not is_resident(cache, h), "S3-GHOST-4: a ghost is not resident")
+@ensure(lambda cache, h: next(reversed(cache.ghost)) == h, "S3-GHOST-3: h at the tail of G")
+@ensure(lambda cache: len(cache.ghost) <= cache.caps.ghost_cap, "S3-INV-3")
+def insert_to_ghost(cache: "S3FIFO", h: int) -> None:
     """S3-GHOST-1 to S3-GHOST-3: a bounded FIFO of evicted hashes."""
+    ghost = cache.ghost
     if h in ghost:
         del ghost[h]  # S3-GHOST-1: re-appended below with fresh recency
-    elif len(ghost) >= caps.ghost_cap:
-        pop_head(ghost)  # S3-GHOST-2
+    elif len(ghost) >= cache.caps.ghost_cap:
+        del ghost[next(iter(ghost))]  # S3-GHOST-2: pop the head
     ghost[h] = True  # S3-GHOST-3
 
 
+@dataclass(slots=True, eq=False)
 class S3FIFO:
-    """One S3FIFO cache: the replay's policy interface (spec/replay.md, REPLAY-POLICY-1)."""
+    """One S3FIFO cache (S3-QUEUE-1): S and M hold (hash, freq), G hashes alone.
 
-    def __init__(self, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> None:
-        self.caps = caps_for(capacity, small_ratio, max_freq)
-        # S3-QUEUE-1: S and M hold (hash, freq), G hashes alone; all start empty.
-        self.small: Queue = OrderedDict()
-        self.main: Queue = OrderedDict()
-        self.ghost: Ghost = OrderedDict()
+    The rules above are its methods, so that the replay's ``cache.access(h)`` is one call to
+    the rule; built from its fields, any state can be handed to a rule (as CrossHair does).
+    """
 
-    def is_resident(self, h: int) -> bool:
-        return is_resident(self.small, self.main, h)
+    caps: Caps
+    small: Queue
+    main: Queue
+    ghost: Ghost
 
-    def access(self, h: int) -> None:
-        access(self.small, self.main, self.ghost, self.caps, h)
+    @classmethod
+    def empty(cls, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> "S3FIFO":
+        """An empty cache (S3-QUEUE-1), its sizes derived by S3-CONF-1 to S3-CONF-6."""
+        return cls(caps_for(capacity, small_ratio, max_freq), OrderedDict(), OrderedDict(), OrderedDict())
+
+    is_resident = is_resident
+    access = access
 
     def resident_count(self) -> int:
         """S3-FINAL-1: |S| + |M|, never the ghost."""
         return len(self.small) + len(self.main)
 
     def state_invariants_hold(self) -> bool:
-        """S3-QUEUE-2, S3-FREQ-1, S3-INV-1..3 over the whole state."""
-        return (
-            queues_are_disjoint(self.small, self.main, self.ghost)
-            and freqs_in_range(self.small, self.main, self.caps)
-            and within_caps(self.small, self.main, self.ghost, self.caps)
-        )
+        """S3-QUEUE-2, S3-FREQ-1, S3-INV-1 to S3-INV-3 over the whole state."""
+        return queues_are_disjoint(self) and freqs_in_range(self) and within_caps(self)

@@ -15,35 +15,35 @@ from kvspec.reference.trace import parse_line
 def test_F1_small_cap_0_is_refused_for_every_capacity_from_1_to_5_at_ratio_0_1(capacity: int) -> None:
     """F-1, S3-CONF-5: round(c * 0.1) is 0 for c <= 5 (0.5 ties to even 0)."""
     with pytest.raises(ConfigError) as caught:
-        S3FIFO(capacity, 0.1, 3)
+        S3FIFO.empty(capacity, 0.1, 3)
     assert caught.value.clause == "S3-CONF-5"
     assert f"round({capacity} * 0.1) = 0" in str(caught.value)
 
 
 def test_F1_capacity_6_is_the_smallest_that_runs_at_ratio_0_1() -> None:
     """F-1: round(6 * 0.1) = round(0.6000000000000001) = 1."""
-    assert S3FIFO(6, 0.1, 3).caps == Caps(small_cap=1, main_cap=5, ghost_cap=5, max_freq=3)
+    assert S3FIFO.empty(6, 0.1, 3).caps == Caps(small_cap=1, main_cap=5, ghost_cap=5, max_freq=3)
 
 
 @pytest.mark.parametrize("capacity", [1, 10, 4096])
 def test_F1_small_ratio_0_is_refused_at_every_capacity(capacity: int) -> None:
     """F-1, S3-CONF-5."""
     with pytest.raises(ConfigError, match="S3-CONF-5"):
-        S3FIFO(capacity, 0.0, 3)
+        S3FIFO.empty(capacity, 0.0, 3)
 
 
 @pytest.mark.parametrize(("capacity", "ratio"), [(1, 1.0), (10, 1.0), (4096, 1.0), (1, 0.9)])
 def test_F2_main_cap_0_is_refused(capacity: int, ratio: float) -> None:
     """F-2, S3-CONF-5: round(capacity * ratio) == capacity leaves main_cap (and ghost_cap) 0."""
     with pytest.raises(ConfigError, match="S3-CONF-5"):
-        S3FIFO(capacity, ratio, 3)
+        S3FIFO.empty(capacity, ratio, 3)
 
 
 def test_F3_max_freq_0_runs_and_blocks_reach_main_only_through_the_ghost() -> None:
     """F-3, S3-CONF-6: capacity 10, small_ratio 0.2 (small_cap 2, main_cap 8), max_freq 0.
     Access 1, 1, 2, 3: the second access of 1 leaves its freq at 0, so 3 pushes 1 from S to G,
     not to M. Access 1 again: a ghost hit, into M with freq 0. S = [2, 3], M = [1], G = []."""
-    cache = S3FIFO(10, 0.2, 0)
+    cache = S3FIFO.empty(10, 0.2, 0)
     for h in [1, 1, 2, 3]:
         cache.access(h)
     assert (cache.small, cache.main, cache.ghost) == (OrderedDict({2: 0, 3: 0}), OrderedDict(), OrderedDict({1: True}))
@@ -54,7 +54,7 @@ def test_F3_max_freq_0_runs_and_blocks_reach_main_only_through_the_ghost() -> No
 def test_F3_a_negative_max_freq_is_refused() -> None:
     """F-3, S3-CONF-6."""
     with pytest.raises(ConfigError, match="S3-CONF-6"):
-        S3FIFO(10, 0.1, -1)
+        S3FIFO.empty(10, 0.1, -1)
 
 
 @pytest.mark.parametrize("policy", ["s3fifo", "lru", "fifo"])
@@ -68,7 +68,7 @@ def test_F5_a_repeated_hash_is_one_access_per_position() -> None:
     """F-5, REPLAY-TRACE-4, REPLAY-PREFIX-3: S3FIFO capacity 20, small_ratio 0.5 (small_cap 10).
     Request [4, 4]: the scan sees an empty cache, k = 0, 0 tokens; the first access admits 4
     with freq 0, the second finds it in S: freq 1. Request [4, 4] again: k = 2, both blocks."""
-    cache = S3FIFO(20, 0.5, 3)
+    cache = S3FIFO.empty(20, 0.5, 3)
     assert replay_request(cache, [4, 4], 8, 4) == 0
     assert cache.small == OrderedDict({4: 1})
     assert replay_request(cache, [4, 4], 8, 4) == 8
@@ -111,7 +111,7 @@ def test_F8_negative_and_non_integer_trace_values_are_refused(raw: bytes, field:
 def test_F8_impossible_config_values_are_refused(ratio: float, clause: str) -> None:
     """F-8, S3-CONF-1: NaN, infinity and ratios outside [0, 1]."""
     with pytest.raises(ConfigError) as caught:
-        S3FIFO(100, ratio, 3)
+        S3FIFO.empty(100, ratio, 3)
     assert caught.value.clause == clause
 
 
@@ -120,7 +120,7 @@ def test_F8_a_config_value_of_the_wrong_type_is_refused() -> None:
     with suppress_type_checks():
         for ratio, max_freq, clause in [("0.1", 3, "S3-CONF-1"), (1, 3, "S3-CONF-1"), (0.1, 3.0, "S3-CONF-6"), (0.1, True, "S3-CONF-6")]:
             with pytest.raises(ConfigError) as caught:
-                S3FIFO(100, ratio, max_freq)  # type: ignore[arg-type]
+                S3FIFO.empty(100, ratio, max_freq)  # type: ignore[arg-type]
             assert caught.value.clause == clause
 
 
@@ -144,11 +144,11 @@ def test_F10_no_access_from_a_valid_state_reinserts_a_ghost() -> None:
     seen_in_ghost = []
     original = s3fifo.insert_to_ghost
 
-    def watching(small: dict[int, int], main: dict[int, int], ghost: dict[int, bool], caps: Caps, h: int) -> None:
-        seen_in_ghost.append(h in ghost)
-        original(small, main, ghost, caps, h)
+    def watching(cache: S3FIFO, h: int) -> None:
+        seen_in_ghost.append(h in cache.ghost)
+        original(cache, h)
 
-    cache = S3FIFO(12, 0.25, 2)
+    cache = S3FIFO.empty(12, 0.25, 2)
     s3fifo.insert_to_ghost = watching  # type: ignore[assignment]
     try:
         for step in range(1000):
@@ -164,7 +164,7 @@ def test_F11_a_ghost_hit_enters_main_with_freq_0() -> None:
     small: dict[int, int] = {}
     main: dict[int, int] = {}
     ghost = {5: True}
-    access(small, main, ghost, Caps(2, 8, 8, 3), 5)
+    access(S3FIFO(Caps(2, 8, 8, 3), small, main, ghost), 5)
     assert (small, main, ghost) == ({}, {5: 0}, {})
 
 
@@ -172,8 +172,8 @@ def test_F12_a_hit_does_not_move_the_entry() -> None:
     """F-12, S3-ACCESS-1, S3-ACCESS-2: M = [1, 2, 3]; a hit on 1 leaves it at the head."""
     main = {1: 0, 2: 0, 3: 0}
     small = {4: 0}
-    access(small, main, {}, Caps(2, 8, 8, 3), 1)
-    access(small, main, {}, Caps(2, 8, 8, 3), 4)
+    access(S3FIFO(Caps(2, 8, 8, 3), small, main, {}), 1)
+    access(S3FIFO(Caps(2, 8, 8, 3), small, main, {}), 4)
     assert list(main.items()) == [(1, 1), (2, 0), (3, 0)]
     assert list(small.items()) == [(4, 1)]
 
@@ -181,7 +181,7 @@ def test_F12_a_hit_does_not_move_the_entry() -> None:
 def test_F13_the_prefix_scan_has_no_side_effect() -> None:
     """F-13, REPLAY-PREFIX-3: three resident blocks scanned and then accessed once each: every
     freq rises by exactly one."""
-    cache = S3FIFO(20, 0.5, 3)
+    cache = S3FIFO.empty(20, 0.5, 3)
     replay_request(cache, [1, 2, 3], 12, 4)
     replay_request(cache, [1, 2, 3], 12, 4)
     assert cache.small == OrderedDict({1: 1, 2: 1, 3: 1})

@@ -60,7 +60,7 @@ def test_REPLAY_PREFIX_3_and_REPLAY_POLICY_1_the_scan_changes_no_freq() -> None:
     """REPLAY-PREFIX-3, REPLAY-POLICY-1: S3FIFO, capacity 20, small_ratio 0.5 (small_cap 10).
     [1] admits 1 to S with freq 0. [1] again: the scan finds 1 (k = 1) and the access adds one:
     freq 1. A scan that also counted as an access would leave freq 2."""
-    policy = S3FIFO(20, 0.5, 3)
+    policy = S3FIFO.empty(20, 0.5, 3)
     replay_request(policy, [1], 4, 4)
     assert replay_request(policy, [1], 4, 4) == 4
     assert policy.small == OrderedDict({1: 1})
@@ -72,10 +72,10 @@ def test_REPLAY_POLICY_1_a_residency_check_changes_nothing(policy: str) -> None:
     cache = make_policy(ReplayConfig(policy=policy, capacity=6))
     for h in [1, 2, 3, 4, 5, 6, 7, 8, 1, 2]:
         cache.access(h)
-    before = repr(vars(cache))
+    before = repr(cache)
     for h in range(12):
         cache.is_resident(h)
-    assert repr(vars(cache)) == before
+    assert repr(cache) == before
 
 
 def test_REPLAY_HIT_1_clamps_the_last_partial_block() -> None:
@@ -97,7 +97,7 @@ def test_REPLAY_HIT_2_prompt_tokens_are_the_input_length() -> None:
 def test_REPLAY_ACCESS_1_every_block_is_accessed_in_order_even_after_the_miss() -> None:
     """REPLAY-ACCESS-1 on LRU, capacity 10: after A the recency queue is [1, 2, 3]; B accesses
     1, 2, 9 and 3 in that order, 3 coming after B's miss on 9: [1, 2, 9, 3]."""
-    policy = LRU(10)
+    policy = LRU.empty(10)
     replay_request(policy, [1, 2, 3], 12, 4)
     replay_request(policy, [1, 2, 9, 3], 16, 4)
     assert list(policy.recency) == [1, 2, 9, 3]
@@ -107,7 +107,7 @@ def test_REPLAY_ACCESS_1_blocks_after_the_miss_get_their_freq_too() -> None:
     """REPLAY-ACCESS-1 ("freq updated only on prefix hits" is a mistake): S3FIFO, capacity 10,
     small_ratio 0.5 (small_cap 5). [1, 2] puts 1 and 2 in S with freq 0. [9, 2]: k = 0 (9 is
     new); 9 joins S; then 2, after the miss, is accessed: freq 1."""
-    policy = S3FIFO(10, 0.5, 3)
+    policy = S3FIFO.empty(10, 0.5, 3)
     replay_request(policy, [1, 2], 8, 4)
     assert replay_request(policy, [9, 2], 8, 4) == 0
     assert policy.small == OrderedDict({1: 0, 2: 1, 9: 0})
@@ -201,7 +201,7 @@ class BrokenPolicy(LRU):
 def test_the_per_request_state_invariants_are_a_contract_of_replay_request() -> None:
     """S3-QUEUE-2, LRU-CAP-1, FIFO-CAP-1 are checked after every request while contracts are on."""
     with pytest.raises(icontract.ViolationError, match="LRU-CAP-1"):
-        replay_request(BrokenPolicy(4), [1], 4, 4)
+        replay_request(BrokenPolicy.empty(4), [1], 4, 4)
 
 
 def test_REPLAY_INV_1_hit_tokens_never_exceed_the_prompt() -> None:

@@ -65,15 +65,15 @@ def violation(clause: str) -> Any:
 
 def test_S3_CONF_1_small_ratio_defaults_to_0_1() -> None:
     """S3-CONF-1: default small_ratio 0.1, so capacity 4096 gives small_cap round(409.6) = 410."""
-    assert inspect.signature(S3FIFO).parameters["small_ratio"].default == 0.1
-    assert S3FIFO(4096).caps.small_cap == 410
+    assert inspect.signature(S3FIFO.empty).parameters["small_ratio"].default == 0.1
+    assert S3FIFO.empty(4096).caps.small_cap == 410
 
 
 @pytest.mark.parametrize("ratio", [math.nan, math.inf, -math.inf, -0.1, 1.0000000000000002, 2.0, -1e-300])
 def test_S3_CONF_1_small_ratio_outside_0_1_or_not_finite_is_refused(ratio: float) -> None:
     """S3-CONF-1: small_ratio is a finite double in [0, 1]; NaN, infinities and out-of-range refused."""
     with pytest.raises(ConfigError) as refused:
-        S3FIFO(100, small_ratio=ratio)
+        S3FIFO.empty(100, small_ratio=ratio)
     assert refused.value.clause == "S3-CONF-1"
 
 
@@ -105,10 +105,10 @@ def test_S3_CONF_2_small_cap_is_round_half_even_of_the_double_product(capacity: 
 
 def test_S3_CONF_2_int_instead_of_round_is_caught_on_the_cache() -> None:
     """S3-CONF-2 (common mistake "int() instead of round()"): the cache is built with 410 / 3686."""
-    assert S3FIFO(4096).caps == Caps(small_cap=410, main_cap=3686, ghost_cap=3686, max_freq=3)
-    assert S3FIFO(15).caps.small_cap == 2
-    assert S3FIFO(25).caps.small_cap == 2
-    assert S3FIFO(35).caps.small_cap == 4
+    assert S3FIFO.empty(4096).caps == Caps(small_cap=410, main_cap=3686, ghost_cap=3686, max_freq=3)
+    assert S3FIFO.empty(15).caps.small_cap == 2
+    assert S3FIFO.empty(25).caps.small_cap == 2
+    assert S3FIFO.empty(35).caps.small_cap == 4
 
 
 def test_S3_CONF_2_the_product_is_the_double_one_not_the_exact_rational_one() -> None:
@@ -144,9 +144,9 @@ def test_S3_CONF_2_for_all_capacities_and_ratios(capacity: int, ratio: float) ->
 
 def test_S3_CONF_3_main_cap_is_capacity_minus_small_cap() -> None:
     """S3-CONF-3: 4096 - 410 = 3686; 10 - round(1.0) = 9; 4 - round(4 * 0.25) = 3."""
-    assert S3FIFO(4096).caps.main_cap == 3686
-    assert S3FIFO(10).caps.main_cap == 9
-    assert S3FIFO(4, small_ratio=0.25).caps.main_cap == 3
+    assert S3FIFO.empty(4096).caps.main_cap == 3686
+    assert S3FIFO.empty(10).caps.main_cap == 9
+    assert S3FIFO.empty(4, small_ratio=0.25).caps.main_cap == 3
 
 
 def valid_or_refused(capacity: int, ratio: float, max_freq: int) -> Caps | None:
@@ -172,8 +172,8 @@ def test_S3_CONF_3_for_all_valid_configs(capacity: int, ratio: float, max_freq: 
 
 def test_S3_CONF_4_ghost_cap_is_main_cap_not_small_cap() -> None:
     """S3-CONF-4: capacity 4 at 0.25: small_cap 1, main_cap 3, so ghost_cap 3 (not 1)."""
-    assert S3FIFO(4, small_ratio=0.25).caps == Caps(small_cap=1, main_cap=3, ghost_cap=3, max_freq=3)
-    assert S3FIFO(4096).caps.ghost_cap == 3686
+    assert S3FIFO.empty(4, small_ratio=0.25).caps == Caps(small_cap=1, main_cap=3, ghost_cap=3, max_freq=3)
+    assert S3FIFO.empty(4096).caps.ghost_cap == 3686
 
 
 def test_S3_CONF_4_the_ghost_holds_more_than_small_cap_hashes() -> None:
@@ -188,7 +188,7 @@ def test_S3_CONF_4_the_ghost_holds_more_than_small_cap_hashes() -> None:
     With ghost_cap = small_cap = 1 the ghost would be G=[4] and 2 would be forgotten.
       2: a ghost hit: G=[3,4], M=[2:0]           (with the mistake: a new block, admitted to S)
     """
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 2, 3, 4, 5])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 2, 3, 4, 5])
     assert state(cache) == ([(5, 0)], [], [2, 3, 4])
     assert len(cache.ghost) == 3 > cache.caps.small_cap
     cache.access(2)
@@ -199,13 +199,13 @@ def test_S3_CONF_4_the_ghost_holds_more_than_small_cap_hashes() -> None:
 def test_S3_CONF_5_small_cap_0_is_refused(capacity: int) -> None:
     """S3-CONF-5: at 0.1, capacities 1 to 5 give small_cap round(<= 0.5) = 0: refused."""
     with pytest.raises(ConfigError) as refused:
-        S3FIFO(capacity)
+        S3FIFO.empty(capacity)
     assert refused.value.clause == "S3-CONF-5"
 
 
 def test_S3_CONF_5_capacity_6_is_the_smallest_accepted_at_0_1() -> None:
     """S3-CONF-5: round(0.6000000000000001) = 1 >= 1 and main_cap 5 >= 1: accepted."""
-    assert S3FIFO(6).caps == Caps(small_cap=1, main_cap=5, ghost_cap=5, max_freq=3)
+    assert S3FIFO.empty(6).caps == Caps(small_cap=1, main_cap=5, ghost_cap=5, max_freq=3)
 
 
 @pytest.mark.parametrize(("capacity", "ratio"), [(1, 0.0), (100, 0.0), (4096, 0.0), (1, 1.0), (100, 1.0), (1, 0.9), (10, 0.96)])
@@ -213,7 +213,7 @@ def test_S3_CONF_5_main_cap_0_or_small_cap_0_is_refused(capacity: int, ratio: fl
     """S3-CONF-5: ratio 0 gives small_cap 0, ratio 1 main_cap 0, round(0.9) = 1 = capacity 1 main_cap 0,
     round(9.6) = 10 = capacity 10 main_cap 0: all refused."""
     with pytest.raises(ConfigError) as refused:
-        S3FIFO(capacity, small_ratio=ratio)
+        S3FIFO.empty(capacity, small_ratio=ratio)
     assert refused.value.clause == "S3-CONF-5"
 
 
@@ -228,24 +228,24 @@ def test_S3_CONF_5_for_all_small_configs(capacity: int, ratio: float) -> None:
 
 def test_S3_CONF_6_max_freq_defaults_to_3_and_0_is_valid() -> None:
     """S3-CONF-6: default 3; 0 is valid; 2^63 - 1 is valid."""
-    assert inspect.signature(S3FIFO).parameters["max_freq"].default == 3
-    assert S3FIFO(10).caps.max_freq == 3
-    assert S3FIFO(10, max_freq=0).caps.max_freq == 0
-    assert S3FIFO(10, max_freq=INT64_MAX).caps.max_freq == INT64_MAX
+    assert inspect.signature(S3FIFO.empty).parameters["max_freq"].default == 3
+    assert S3FIFO.empty(10).caps.max_freq == 3
+    assert S3FIFO.empty(10, max_freq=0).caps.max_freq == 0
+    assert S3FIFO.empty(10, max_freq=INT64_MAX).caps.max_freq == INT64_MAX
 
 
 @pytest.mark.parametrize("max_freq", [-1, -(2**63), True, False])
 def test_S3_CONF_6_max_freq_negative_or_not_an_int_is_refused(max_freq: int) -> None:
     """S3-CONF-6: max_freq is an integer (a bool is not) in [0, 2^63 - 1]."""
     with pytest.raises(ConfigError) as refused:
-        S3FIFO(10, max_freq=max_freq)
+        S3FIFO.empty(10, max_freq=max_freq)
     assert refused.value.clause == "S3-CONF-6"
 
 
 def test_S3_CONF_6_max_freq_above_2_63_minus_1_is_refused() -> None:
     """S3-CONF-6: max_freq MUST be in [0, 2^63 - 1]; 2^63 is outside."""
     with pytest.raises(ConfigError) as refused:
-        S3FIFO(10, max_freq=2**63)
+        S3FIFO.empty(10, max_freq=2**63)
     assert refused.value.clause == "S3-CONF-6"
 
 
@@ -272,7 +272,7 @@ def test_S3_QUEUE_1_three_empty_queues_and_the_ghost_holds_hashes_alone() -> Non
       3: S full, pop 1 (freq 1) -> M=[1:1]; S=[2:0,3:0]
       4: pop 2 (freq 0) -> G=[2]; S=[3:0,4:0]
     """
-    cache = S3FIFO(4, small_ratio=0.5)
+    cache = S3FIFO.empty(4, small_ratio=0.5)
     assert state(cache) == ([], [], [])
     assert cache.resident_count() == 0
     run(cache, [1, 1, 2, 3, 4])
@@ -283,9 +283,9 @@ def test_S3_QUEUE_1_three_empty_queues_and_the_ghost_holds_hashes_alone() -> Non
 def test_S3_QUEUE_2_a_state_with_a_hash_in_two_queues_is_refused_by_the_contract() -> None:
     """S3-QUEUE-2: the access rule's precondition refuses S and M sharing a hash."""
     with violation("S3-QUEUE-2"):
-        access({1: 0}, {1: 0}, {}, caps(1, 2), 5)
+        access(S3FIFO(caps(1, 2), {1: 0}, {1: 0}, {}), 5)
     with violation("S3-QUEUE-2"):
-        access({}, {1: 0}, {1: True}, caps(1, 2), 5)
+        access(S3FIFO(caps(1, 2), {}, {1: 0}, {1: True}), 5)
 
 
 def test_S3_QUEUE_3_a_ghost_is_not_resident() -> None:
@@ -294,13 +294,13 @@ def test_S3_QUEUE_3_a_ghost_is_not_resident() -> None:
     capacity 4 at 0.25 (small 1, main 3): 1, 2, 3 give S=[3:0], M=[], G=[1,2].
     1 and 2 are in G and so not resident; 3 is.
     """
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 2, 3])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 2, 3])
     assert state(cache) == ([(3, 0)], [], [1, 2])
     assert not cache.is_resident(1)
     assert not cache.is_resident(2)
     assert cache.is_resident(3)
     assert not cache.is_resident(99)
-    assert s3fifo.is_resident({3: 0}, {}, 1) is False
+    assert s3fifo.is_resident(S3FIFO(caps(1, 2), {3: 0}, {}, {}), 1) is False
 
 
 def test_S3_QUEUE_3_a_prefix_that_reaches_a_ghost_hits_nothing() -> None:
@@ -318,11 +318,11 @@ def test_S3_QUEUE_3_a_prefix_that_reaches_a_ghost_hits_nothing() -> None:
 def test_S3_FREQ_1_a_freq_above_max_freq_is_refused_by_the_contract() -> None:
     """S3-FREQ-1: freqs lie in [0, max_freq]; the rules' preconditions refuse a state outside."""
     with violation("S3-FREQ-1"):
-        access({1: 4}, {}, {}, caps(1, 2, max_freq=3), 1)
+        access(S3FIFO(caps(1, 2, max_freq=3), {1: 4}, {}, {}), 1)
     with violation("S3-FREQ-1"):
-        access({}, {1: -1}, {}, caps(1, 2, max_freq=3), 1)
+        access(S3FIFO(caps(1, 2, max_freq=3), {}, {1: -1}, {}), 1)
     with violation("S3-FREQ-1"):
-        admit_to_main({}, {}, {}, caps(1, 2, max_freq=3), 9, 4)
+        admit_to_main(S3FIFO(caps(1, 2, max_freq=3), {}, {}, {}), 9, 4)
 
 
 @pytest.mark.parametrize("max_freq", [0, 1, 3])
@@ -332,7 +332,7 @@ def test_S3_FREQ_1_freqs_stay_in_0_max_freq(max_freq: int) -> None:
       1 x6: S=[1:min(5, max_freq)]
       2:    pop 1: freq >= 1 -> M=[1:f], else -> G=[1];  S=[2:0]
     """
-    cache = run(S3FIFO(4, small_ratio=0.25, max_freq=max_freq), [1] * 6)
+    cache = run(S3FIFO.empty(4, small_ratio=0.25, max_freq=max_freq), [1] * 6)
     assert state(cache) == ([(1, max_freq)], [], [])
     cache.access(2)
     if max_freq >= 1:
@@ -363,7 +363,7 @@ def test_S3_FREQ_2_freq_not_saturated_is_caught() -> None:
     7 accessed five times: S=[7:0], [7:1], [7:2], [7:3], [7:3] (not 4).
     8: pop 7 (freq 3) -> M=[7:3]; S=[8:0]. Three more hits of 7 in M keep it at 3.
     """
-    cache = run(S3FIFO(10), [7] * 5)
+    cache = run(S3FIFO.empty(10), [7] * 5)
     assert state(cache) == ([(7, 3)], [], [])
     run(cache, [8, 7, 7, 7])
     assert state(cache) == ([(8, 0)], [(7, 3)], [])
@@ -380,7 +380,7 @@ def test_S3_ACCESS_1_a_hit_in_S_increments_freq_in_place() -> None:
       1: S=[1:0];  2: S=[1:0,2:0]
       1: hit in S: S=[1:1,2:0]  -- 1 stays at the head (moving it to the tail would be LRU)
     """
-    cache = run(S3FIFO(4, small_ratio=0.5), [1, 2])
+    cache = run(S3FIFO.empty(4, small_ratio=0.5), [1, 2])
     assert state(cache) == ([(1, 0), (2, 0)], [], [])
     cache.access(1)
     assert state(cache) == ([(1, 1), (2, 0)], [], [])
@@ -392,7 +392,7 @@ def test_S3_ACCESS_1_the_head_stays_the_next_victim_after_a_hit() -> None:
       3: pop 1 (freq 1) -> M=[1:1]; S=[2:0,3:0]
     Under LRU-style movement S would be [2:0,1:1] and 2 would go to G.
     """
-    cache = run(S3FIFO(4, small_ratio=0.5), [1, 2, 1, 3])
+    cache = run(S3FIFO.empty(4, small_ratio=0.5), [1, 2, 1, 3])
     assert state(cache) == ([(2, 0), (3, 0)], [(1, 1)], [])
 
 
@@ -405,7 +405,7 @@ def test_S3_ACCESS_2_a_hit_in_M_increments_freq_in_place() -> None:
       1: hit in M: M=[1:2,2:1]  -- order unchanged
       1, 1: M=[1:3,2:1] (saturated at 3)
     """
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 1, 2, 2, 3])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 1, 2, 2, 3])
     assert state(cache) == ([(3, 0)], [(1, 1), (2, 1)], [])
     cache.access(1)
     assert state(cache) == ([(3, 0)], [(1, 2), (2, 1)], [])
@@ -416,7 +416,7 @@ def test_S3_ACCESS_2_a_hit_in_M_increments_freq_in_place() -> None:
 def test_S3_ACCESS_2_at_the_rule_level() -> None:
     """S3-ACCESS-2: S=[5:0], M=[1:0,2:0]; access 1 -> M=[1:1,2:0]; S and G untouched."""
     small, main, ghost = {5: 0}, {1: 0, 2: 0}, {7: True}
-    access(small, main, ghost, caps(1, 2), 1)
+    access(S3FIFO(caps(1, 2), small, main, ghost), 1)
     assert (list(small.items()), list(main.items()), list(ghost)) == ([(5, 0)], [(1, 1), (2, 0)], [7])
 
 
@@ -427,7 +427,7 @@ def test_S3_ACCESS_3_a_ghost_hit_goes_to_M_with_freq_0() -> None:
       2: in G: removed from G, admitted to M with freq 0: S=[3:0], M=[2:0], G=[1]
     Not to S (that would be S3-ACCESS-4), and freq 0, not 1 (findings F-11).
     """
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 2, 3])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 2, 3])
     assert state(cache) == ([(3, 0)], [], [1, 2])
     cache.access(2)
     assert state(cache) == ([(3, 0)], [(2, 0)], [1])
@@ -440,13 +440,13 @@ def test_S3_ACCESS_3_a_ghost_hit_into_a_full_M_evicts_one() -> None:
     access 9: G=[]; M full, head 1 freq 0 -> G=[1]; M=[2:0,9:0].
     """
     small, main, ghost = {}, {1: 0, 2: 0}, {9: True}
-    access(small, main, ghost, caps(1, 2), 9)
+    access(S3FIFO(caps(1, 2), small, main, ghost), 9)
     assert (small, list(main.items()), list(ghost)) == ({}, [(2, 0), (9, 0)], [1])
 
 
 def test_S3_ACCESS_4_a_new_hash_goes_to_the_tail_of_S_with_freq_0() -> None:
     """S3-ACCESS-4: capacity 4 at 0.5 (small 2): 1: S=[1:0]; 2: S=[1:0,2:0]. M and G untouched."""
-    cache = S3FIFO(4, small_ratio=0.5)
+    cache = S3FIFO.empty(4, small_ratio=0.5)
     cache.access(1)
     assert state(cache) == ([(1, 0)], [], [])
     cache.access(2)
@@ -461,7 +461,7 @@ def test_S3_ACCESS_1_to_4_LRU_instead_of_S3FIFO_is_caught() -> None:
     LRU: [1], [1,2]: 1 is resident, and the third access hits: [2,1].
     Replayed as three one-block requests, S3FIFO hits 0 blocks and LRU 1.
     """
-    s3, lru = run(S3FIFO(10), [1, 2]), run(LRU(10), [1, 2])
+    s3, lru = run(S3FIFO.empty(10), [1, 2]), run(LRU.empty(10), [1, 2])
     assert not s3.is_resident(1) and lru.is_resident(1)
     s3.access(1)
     assert state(s3) == ([(2, 0)], [(1, 0)], [])
@@ -482,16 +482,16 @@ def test_S3_ADMIT_S_1_a_full_S_pops_exactly_its_head() -> None:
     """S3-ADMIT-S-1: small_cap 2. S=[1:0,2:0] (full); admit 3: pop the head 1 only -> G=[1];
     S=[2:0,3:0]. Then S is not full before 4? It is (2 >= 2): pop 2 -> G=[1,2]; S=[3:0,4:0]."""
     small, main, ghost = {1: 0, 2: 0}, {}, {}
-    admit_to_small(small, main, ghost, caps(2, 2), 3)
+    admit_to_small(S3FIFO(caps(2, 2), small, main, ghost), 3)
     assert (list(small.items()), main, list(ghost)) == ([(2, 0), (3, 0)], {}, [1])
-    admit_to_small(small, main, ghost, caps(2, 2), 4)
+    admit_to_small(S3FIFO(caps(2, 2), small, main, ghost), 4)
     assert (list(small.items()), main, list(ghost)) == ([(3, 0), (4, 0)], {}, [1, 2])
 
 
 def test_S3_ADMIT_S_1_an_S_that_is_not_full_pops_nothing() -> None:
     """S3-ADMIT-S-1: small_cap 3, S=[1:0] -> admit 2: no pop; S=[1:0,2:0], M and G empty."""
     small, main, ghost = {1: 0}, {}, {}
-    admit_to_small(small, main, ghost, caps(3, 2), 2)
+    admit_to_small(S3FIFO(caps(3, 2), small, main, ghost), 2)
     assert (list(small.items()), main, ghost) == ([(1, 0), (2, 0)], {}, {})
 
 
@@ -501,7 +501,7 @@ def test_S3_ADMIT_S_2_promotion_keeps_the_freq() -> None:
       1, 1, 1: S=[1:2]
       2: pop 1 (freq 2 >= 1) -> M=[1:2] (not [1:0]); S=[2:0]
     """
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 1, 1, 2])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 1, 1, 2])
     assert state(cache) == ([(2, 0)], [(1, 2)], [])
 
 
@@ -512,14 +512,14 @@ def test_S3_ADMIT_S_2_promotion_may_evict_from_M() -> None:
       S=[4:0]
     """
     small, main, ghost = {1: 1}, {2: 0, 3: 0}, {}
-    admit_to_small(small, main, ghost, caps(1, 2), 4)
+    admit_to_small(S3FIFO(caps(1, 2), small, main, ghost), 4)
     assert (list(small.items()), list(main.items()), list(ghost)) == ([(4, 0)], [(3, 0), (1, 1)], [2])
 
 
 def test_S3_ADMIT_S_3_a_cold_entry_goes_to_G_not_M() -> None:
     """S3-ADMIT-S-3: small 1, main 2. S=[1:0]; admit 2: pop 1 (freq 0) -> G=[1]; M stays []."""
     small, main, ghost = {1: 0}, {}, {}
-    admit_to_small(small, main, ghost, caps(1, 2), 2)
+    admit_to_small(S3FIFO(caps(1, 2), small, main, ghost), 2)
     assert (list(small.items()), main, list(ghost)) == ([(2, 0)], {}, [1])
 
 
@@ -530,7 +530,7 @@ def test_S3_ADMIT_S_3_cold_and_warm_entries_part_ways() -> None:
       3: pop 1 (freq 0) -> G=[1];  S=[2:1,3:0]
       4: pop 2 (freq 1) -> M=[2:1]; S=[3:0,4:0]
     """
-    cache = run(S3FIFO(4, small_ratio=0.5), [1, 2, 2, 3, 4])
+    cache = run(S3FIFO.empty(4, small_ratio=0.5), [1, 2, 2, 3, 4])
     assert state(cache) == ([(3, 0), (4, 0)], [(2, 1)], [1])
 
 
@@ -538,16 +538,16 @@ def test_S3_ADMIT_S_4_the_new_hash_is_appended_at_the_tail_with_freq_0() -> None
     """S3-ADMIT-S-4: small 2, main 2. S=[1:3,2:2]; admit 3: pop 1 (freq 3) -> M=[1:3];
     S=[2:2,3:0]: 3 at the tail, with freq 0 (not at the head, not inheriting a freq)."""
     small, main, ghost = {1: 3, 2: 2}, {}, {}
-    admit_to_small(small, main, ghost, caps(2, 2), 3)
+    admit_to_small(S3FIFO(caps(2, 2), small, main, ghost), 3)
     assert (list(small.items()), list(main.items()), ghost) == ([(2, 2), (3, 0)], [(1, 3)], {})
 
 
 def test_S3_ADMIT_S_4_admitting_a_queued_hash_is_refused_by_the_contract() -> None:
     """S3-ACCESS-4 / S3-ADMIT-S-4: only a new hash is admitted to S; a ghost hash is not new."""
-    with violation("S3-ACCESS-4"):
-        admit_to_small({}, {}, {7: True}, caps(1, 2), 7)
-    with violation("S3-ACCESS-4"):
-        admit_to_small({}, {7: 1}, {}, caps(1, 2), 7)
+    with violation("S3-ADMIT-S-4"):
+        admit_to_small(S3FIFO(caps(1, 2), {}, {}, {7: True}), 7)
+    with violation("S3-ADMIT-S-4"):
+        admit_to_small(S3FIFO(caps(1, 2), {}, {7: 1}, {}), 7)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,14 +558,14 @@ def test_S3_ADMIT_S_4_admitting_a_queued_hash_is_refused_by_the_contract() -> No
 def test_S3_ADMIT_M_1_an_M_that_is_not_full_evicts_nothing() -> None:
     """S3-ADMIT-M-1: main_cap 3, M=[1:0,2:0]; admit (9, 1): no eviction; M=[1:0,2:0,9:1], G=[]."""
     small, main, ghost = {}, {1: 0, 2: 0}, {}
-    admit_to_main(small, main, ghost, caps(1, 3), 9, 1)
+    admit_to_main(S3FIFO(caps(1, 3), small, main, ghost), 9, 1)
     assert (list(main.items()), ghost) == ([(1, 0), (2, 0), (9, 1)], {})
 
 
 def test_S3_ADMIT_M_1_a_full_M_examines_its_head() -> None:
     """S3-ADMIT-M-1: main_cap 2, M=[1:0,2:0]; admit (9, 0): head 1 (freq 0) is evicted (not 2)."""
     small, main, ghost = {}, {1: 0, 2: 0}, {}
-    admit_to_main(small, main, ghost, caps(1, 2), 9, 0)
+    admit_to_main(S3FIFO(caps(1, 2), small, main, ghost), 9, 0)
     assert (list(main.items()), list(ghost)) == ([(2, 0), (9, 0)], [1])
 
 
@@ -580,7 +580,7 @@ def test_S3_ADMIT_M_2_second_chance_requeues_at_the_tail_with_freq_minus_one() -
     Requeue at the head would put 1 back at the head with freq 0 and evict it next: same as FIFO.
     """
     small, main, ghost = {}, {1: 1, 2: 0, 3: 0}, {}
-    admit_to_main(small, main, ghost, caps(1, 3), 9, 0)
+    admit_to_main(S3FIFO(caps(1, 3), small, main, ghost), 9, 0)
     assert (list(main.items()), list(ghost)) == ([(3, 0), (1, 0), (9, 0)], [2])
 
 
@@ -593,7 +593,7 @@ def test_S3_ADMIT_M_2_each_requeue_spends_one_chance() -> None:
     A reset to 0 would leave 1 with freq 0; a head requeue would evict 1 after two passes.
     """
     small, main, ghost = {}, {1: 2, 2: 1, 3: 0}, {}
-    admit_to_main(small, main, ghost, caps(1, 3), 9, 0)
+    admit_to_main(S3FIFO(caps(1, 3), small, main, ghost), 9, 0)
     assert (list(main.items()), list(ghost)) == ([(1, 1), (2, 0), (9, 0)], [3])
 
 
@@ -603,7 +603,7 @@ def test_S3_ADMIT_M_2_the_loop_ends_when_every_head_is_warm() -> None:
       1 (0) -> G=[1]: M=[2:0]; append: M=[2:0,9:3]
     """
     small, main, ghost = {}, {1: 1, 2: 1}, {}
-    admit_to_main(small, main, ghost, caps(1, 2), 9, 3)
+    admit_to_main(S3FIFO(caps(1, 2), small, main, ghost), 9, 3)
     assert (list(main.items()), list(ghost)) == ([(2, 0), (9, 3)], [1])
 
 
@@ -622,7 +622,7 @@ def test_S3_ADMIT_M_2_second_chance_end_to_end() -> None:
          S=[5:0]
     Plain FIFO or a head requeue would evict 1 instead: M=[2:1,4:1], G=[3,1].
     """
-    cache = run(S3FIFO(3, small_ratio=0.34), [1, 1, 1, 2, 2, 3, 4, 4, 5])
+    cache = run(S3FIFO.empty(3, small_ratio=0.34), [1, 1, 1, 2, 2, 3, 4, 4, 5])
     assert cache.caps == Caps(small_cap=1, main_cap=2, ghost_cap=2, max_freq=3)
     assert state(cache) == ([(5, 0)], [(1, 0), (4, 1)], [3, 2])
 
@@ -631,7 +631,7 @@ def test_S3_ADMIT_M_3_exactly_one_entry_leaves_M() -> None:
     """S3-ADMIT-M-3: main_cap 2, M=[1:0,2:0]; admit (9, 0): 1 -> G=[1] and stop (2 stays):
     M=[2:0,9:0]."""
     small, main, ghost = {}, {1: 0, 2: 0}, {}
-    admit_to_main(small, main, ghost, caps(1, 2), 9, 0)
+    admit_to_main(S3FIFO(caps(1, 2), small, main, ghost), 9, 0)
     assert (list(main.items()), list(ghost)) == ([(2, 0), (9, 0)], [1])
 
 
@@ -643,23 +643,23 @@ def test_S3_ADMIT_M_3_with_max_freq_0_M_is_plain_fifo() -> None:
       4: pop 3 -> G=[3], S=[4:0]
       3: ghost hit -> G=[], M full: head 1 (0) -> G=[1]; M=[2:0,3:0]
     """
-    cache = run(S3FIFO(3, small_ratio=0.34, max_freq=0), [1, 2, 3, 1, 2, 4, 3])
+    cache = run(S3FIFO.empty(3, small_ratio=0.34, max_freq=0), [1, 2, 3, 1, 2, 4, 3])
     assert state(cache) == ([(4, 0)], [(2, 0), (3, 0)], [1])
 
 
 def test_S3_ADMIT_M_4_the_admitted_entry_goes_to_the_tail_with_its_freq() -> None:
     """S3-ADMIT-M-4: main_cap 3, M=[1:0]; admit (9, 2): M=[1:0,9:2]."""
     small, main, ghost = {}, {1: 0}, {}
-    admit_to_main(small, main, ghost, caps(1, 3), 9, 2)
+    admit_to_main(S3FIFO(caps(1, 3), small, main, ghost), 9, 2)
     assert list(main.items()) == [(1, 0), (9, 2)]
 
 
 def test_S3_ADMIT_M_4_admitting_a_queued_hash_is_refused_by_the_contract() -> None:
     """S3-ADMIT-M-4: h must not already be queued (its precondition names the clause)."""
     with violation("S3-ADMIT-M-4"):
-        admit_to_main({}, {9: 0}, {}, caps(1, 3), 9, 0)
+        admit_to_main(S3FIFO(caps(1, 3), {}, {9: 0}, {}), 9, 0)
     with violation("S3-ADMIT-M-4"):
-        admit_to_main({9: 1}, {}, {}, caps(1, 3), 9, 1)
+        admit_to_main(S3FIFO(caps(1, 3), {9: 1}, {}, {}), 9, 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -671,45 +671,45 @@ def test_S3_GHOST_1_a_hash_already_in_G_is_moved_to_the_tail_without_evicting() 
     """S3-GHOST-1: ghost_cap 3, G=[1,2,3] (full); insert 2: remove 2, no head pop (the "otherwise"
     branch is not taken), append: G=[1,3,2]. (Unreachable from a valid state, findings F-10.)"""
     ghost = {1: True, 2: True, 3: True}
-    insert_to_ghost({}, {}, ghost, caps(1, 3), 2)
+    insert_to_ghost(S3FIFO(caps(1, 3), {}, {}, ghost), 2)
     assert list(ghost) == [1, 3, 2]
 
 
 def test_S3_GHOST_2_a_full_G_forgets_its_head() -> None:
     """S3-GHOST-2: ghost_cap 2, G=[1,2]; insert 3: pop 1; G=[2,3]."""
     ghost = {1: True, 2: True}
-    insert_to_ghost({}, {}, ghost, caps(1, 2), 3)
+    insert_to_ghost(S3FIFO(caps(1, 2), {}, {}, ghost), 3)
     assert list(ghost) == [2, 3]
 
 
 def test_S3_GHOST_2_a_G_that_is_not_full_forgets_nothing() -> None:
     """S3-GHOST-2: ghost_cap 3, G=[1,2]; insert 3: G=[1,2,3]."""
     ghost = {1: True, 2: True}
-    insert_to_ghost({}, {}, ghost, caps(1, 3), 3)
+    insert_to_ghost(S3FIFO(caps(1, 3), {}, {}, ghost), 3)
     assert list(ghost) == [1, 2, 3]
 
 
 def test_S3_GHOST_3_the_hash_is_appended_at_the_tail() -> None:
     """S3-GHOST-3: G=[] -> insert 5: G=[5]; insert 6: G=[5,6] (6 at the tail, not the head)."""
     ghost: dict[int, bool] = {}
-    insert_to_ghost({}, {}, ghost, caps(1, 3), 5)
-    insert_to_ghost({}, {}, ghost, caps(1, 3), 6)
+    insert_to_ghost(S3FIFO(caps(1, 3), {}, {}, ghost), 5)
+    insert_to_ghost(S3FIFO(caps(1, 3), {}, {}, ghost), 6)
     assert ghost == {5: True, 6: True} and list(ghost) == [5, 6]
 
 
 def test_S3_GHOST_3_evicted_order_end_to_end() -> None:
     """S3-GHOST-3: capacity 4 at 0.25 (small 1, main 3, ghost 3): 1..5 send 1, 2, 3, 4 to G in
     that order; G keeps the last three, oldest at the head: G=[2,3,4]."""
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 2, 3, 4, 5])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 2, 3, 4, 5])
     assert list(cache.ghost) == [2, 3, 4]
 
 
 def test_S3_GHOST_4_inserting_a_resident_hash_is_refused_by_the_contract() -> None:
     """S3-GHOST-4: only a hash that is not resident goes to G."""
     with violation("S3-GHOST-4"):
-        insert_to_ghost({5: 0}, {}, {}, caps(1, 3), 5)
+        insert_to_ghost(S3FIFO(caps(1, 3), {5: 0}, {}, {}), 5)
     with violation("S3-GHOST-4"):
-        insert_to_ghost({}, {5: 1}, {}, caps(1, 3), 5)
+        insert_to_ghost(S3FIFO(caps(1, 3), {}, {5: 1}, {}), 5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -719,18 +719,18 @@ def test_S3_GHOST_4_inserting_a_resident_hash_is_refused_by_the_contract() -> No
 
 def test_S3_INV_1_to_3_a_state_above_its_caps_is_refused_by_the_contract() -> None:
     """S3-INV-1, S3-INV-2, S3-INV-3: the access rule refuses |S| > small_cap, |M| > main_cap or
-    |G| > ghost_cap (one contract, labelled "S3-INV-1..3")."""
+    |G| > ghost_cap."""
     with violation("S3-INV-1"):
-        access({1: 0, 2: 0}, {}, {}, caps(1, 2), 9)  # |S| = 2 > 1
-    with violation("S3-INV-1..3"):
-        access({}, {1: 0, 2: 0, 3: 0}, {}, caps(1, 2), 9)  # |M| = 3 > 2
-    with violation("S3-INV-1..3"):
-        access({}, {}, {1: True, 2: True, 3: True}, caps(1, 2), 9)  # |G| = 3 > 2
+        access(S3FIFO(caps(1, 2), {1: 0, 2: 0}, {}, {}), 9)  # |S| = 2 > 1
+    with violation("S3-INV-2"):
+        access(S3FIFO(caps(1, 2), {}, {1: 0, 2: 0, 3: 0}, {}), 9)  # |M| = 3 > 2
+    with violation("S3-INV-3"):
+        access(S3FIFO(caps(1, 2), {}, {}, {1: True, 2: True, 3: True}), 9)  # |G| = 3 > 2
 
 
 def test_S3_INV_1_S_never_exceeds_small_cap() -> None:
     """S3-INV-1: capacity 4 at 0.5 (small 2): ten new hashes leave S=[9:0,10:0], never 3 entries."""
-    cache = S3FIFO(4, small_ratio=0.5)
+    cache = S3FIFO.empty(4, small_ratio=0.5)
     for h in range(1, 11):
         cache.access(h)
         assert len(cache.small) <= 2
@@ -741,7 +741,7 @@ def test_S3_INV_2_M_never_exceeds_main_cap() -> None:
     """S3-INV-2: capacity 3 at 0.34 (small 1, main 2). Each hash h in 1..6 accessed twice is
     promoted when the next one arrives: after 1,1,2,2,3,3: M=[1:1,2:1]; 4 pops 3 (1): M full,
     1 -> [2:1,1:0], 2 -> [1:0,2:0], 1 (0) -> G=[1]: M=[2:0,3:1]. M stays at 2 entries."""
-    cache = S3FIFO(3, small_ratio=0.34)
+    cache = S3FIFO.empty(3, small_ratio=0.34)
     for h in [1, 1, 2, 2, 3, 3, 4]:
         cache.access(h)
         assert len(cache.main) <= 2
@@ -750,7 +750,7 @@ def test_S3_INV_2_M_never_exceeds_main_cap() -> None:
 
 def test_S3_INV_3_G_never_exceeds_ghost_cap() -> None:
     """S3-INV-3: capacity 4 at 0.25 (ghost 3): twenty new hashes leave G=[17,18,19]."""
-    cache = S3FIFO(4, small_ratio=0.25)
+    cache = S3FIFO.empty(4, small_ratio=0.25)
     for h in range(1, 21):
         cache.access(h)
         assert len(cache.ghost) <= 3
@@ -763,7 +763,7 @@ def test_S3_FINAL_1_the_ghost_is_not_counted() -> None:
     1..5 leave S=[5:0], M=[], G=[2,3,4]: the resident count is 1 (not 4); then 2 (ghost hit)
     leaves S=[5:0], M=[2:0], G=[3,4]: 2 (not 4).
     """
-    cache = run(S3FIFO(4, small_ratio=0.25), [1, 2, 3, 4, 5])
+    cache = run(S3FIFO.empty(4, small_ratio=0.25), [1, 2, 3, 4, 5])
     assert cache.resident_count() == 1
     cache.access(2)
     assert cache.resident_count() == 2
@@ -848,7 +848,7 @@ traces = st.lists(st.integers(0, 14), max_size=60)
 def test_S3_ACCESS_1_to_4_every_access_matches_the_spec_model(config: tuple[int, float, int], trace: list[int]) -> None:
     """S3-ACCESS-1..4, S3-ADMIT-S-1..4, S3-ADMIT-M-1..4, S3-GHOST-1..3: for all small configs and
     traces, the queues after every access are those of the spec transcribed onto lists."""
-    cache, model = S3FIFO(*config), SpecModel(*config)
+    cache, model = S3FIFO.empty(*config), SpecModel(*config)
     for h in trace:
         cache.access(h)
         model.access(h)
@@ -864,7 +864,7 @@ def test_S3_QUEUE_2_S3_FREQ_1_S3_INV_1_to_3_S3_GHOST_4_hold_after_every_access(
     for all small configs and traces, after every access the queues are disjoint, freqs lie in
     [0, max_freq], each queue within its cap, every hash that entered G was in S or M just before
     and is not resident, residency is S ∪ M, and the resident count is |S| + |M|."""
-    cache = S3FIFO(*config)
+    cache = S3FIFO.empty(*config)
     c = cache.caps
     for h in trace:
         before = set(cache.small) | set(cache.main)
@@ -884,7 +884,7 @@ def test_S3_QUEUE_2_S3_FREQ_1_S3_INV_1_to_3_S3_GHOST_4_hold_after_every_access(
 @given(config=configs, trace=traces, probe=st.integers(0, 14))
 def test_S3_QUEUE_3_the_residency_check_changes_nothing(config: tuple[int, float, int], trace: list[int], probe: int) -> None:
     """S3-QUEUE-3 (with REPLAY-POLICY-1): is_resident(h) is h in S or M, and reads only."""
-    cache = run(S3FIFO(*config), trace)
+    cache = run(S3FIFO.empty(*config), trace)
     before = state(cache)
     assert cache.is_resident(probe) == (probe in cache.small or probe in cache.main)
     assert state(cache) == before
@@ -894,20 +894,20 @@ def test_S3_CONF_4_a_caps_with_ghost_cap_small_cap_is_refused_by_the_contract() 
     """S3-CONF-4: a Caps with ghost_cap = small_cap != main_cap does not pass the rules' guard.
     (The guard is labelled S3-CONF-5 in the reference; it checks S3-CONF-4 too.)"""
     with pytest.raises(icontract.ViolationError, match=r"S3-CONF-\d"):
-        access({}, {}, {}, Caps(small_cap=1, main_cap=3, ghost_cap=1, max_freq=3), 1)
+        access(S3FIFO(Caps(small_cap=1, main_cap=3, ghost_cap=1, max_freq=3), {}, {}, {}), 1)
 
 
 def test_S3_CONF_5_a_caps_with_small_cap_0_is_refused_by_the_contract() -> None:
     """S3-CONF-5: a Caps built elsewhere with small_cap 0 is refused before the drain of S can spin."""
     with violation("S3-CONF-5"):
-        access({}, {}, {}, Caps(small_cap=0, main_cap=3, ghost_cap=3, max_freq=3), 1)
+        access(S3FIFO(Caps(small_cap=0, main_cap=3, ghost_cap=3, max_freq=3), {}, {}, {}), 1)
     with violation("S3-CONF-5"):
-        access({}, {}, {}, Caps(small_cap=1, main_cap=0, ghost_cap=0, max_freq=3), 1)
+        access(S3FIFO(Caps(small_cap=1, main_cap=0, ghost_cap=0, max_freq=3), {}, {}, {}), 1)
 
 
 def test_caches_are_independent_ordered_dicts() -> None:
     """S3-QUEUE-1: each cache owns its queues (a shared default would leak state between caches)."""
-    a, b = S3FIFO(10), S3FIFO(10)
+    a, b = S3FIFO.empty(10), S3FIFO.empty(10)
     a.access(1)
     assert state(b) == ([], [], [])
     assert isinstance(a.small, OrderedDict) and isinstance(a.main, OrderedDict) and isinstance(a.ghost, OrderedDict)
