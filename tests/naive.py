@@ -100,8 +100,8 @@ class NaiveS3FIFO:
         self.where[h] = ("M", pair)
 
     def insert_to_ghost(self, h: int) -> None:
-        if h in self.ghost:
-            self.ghost.remove(h)
+        if self.in_queue(h, "G"):
+            self.ghost.remove(h)  # re-appended below with fresh recency
         elif len(self.ghost) >= self.ghost_cap:
             head = self.ghost.pop(0)
             del self.where[head]

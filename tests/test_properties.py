@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvspec.reference import FIFO, LRU, S3FIFO, ReplayConfig, make_policy
+from kvspec.reference import FIFO, LRU, S3FIFO, ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import replay, replay_request
 
 from naive import NaiveS3FIFO, make_naive, naive_replay, naive_request
@@ -97,7 +97,7 @@ def test_queue_contents_agree_with_the_naive_model_after_every_request(policy: s
 def test_s3fifo_agrees_with_the_naive_model_after_every_access(trace: Trace, cache: CacheConfig) -> None:
     """S3-ACCESS-1..4, S3-ADMIT-S-1..4, S3-ADMIT-M-1..4, S3-GHOST-1..3, S3-FREQ-2: one block
     access at a time, S, M and G (order and freq) equal the naive model's."""
-    ref = S3FIFO(cache.capacity, cache.small_ratio, cache.max_freq)
+    ref = S3FIFO.empty(cache.capacity, cache.small_ratio, cache.max_freq)
     naive = NaiveS3FIFO(cache.capacity, cache.small_ratio, cache.max_freq)
     for hash_ids, _ in trace.requests:
         for h in hash_ids:
@@ -226,7 +226,7 @@ def test_lru_repeat_of_a_request_that_fits_hits_its_whole_prompt(trace: Trace, c
     """LRU-ACCESS-1, LRU-ADMIT-1, REPLAY-HIT-1: right after a request whose distinct blocks fit in
     the cache, all its blocks are the most recent ones, so repeating it hits input_length (the
     clamp of a partial last block included)."""
-    ref = LRU(capacity)
+    ref = LRU.empty(capacity)
     for hash_ids, input_length in trace.requests:
         replay_request(ref, hash_ids, input_length, trace.block_size)
         if len(set(hash_ids)) <= capacity:
@@ -242,7 +242,7 @@ def test_s3fifo_queues_stay_disjoint_bounded_and_saturated(trace: Trace, cache: 
     """S3-QUEUE-2 (S, M, G pairwise disjoint), S3-INV-1..3 (|S| <= small_cap, |M| <= main_cap,
     |G| <= ghost_cap), S3-FREQ-1 (0 <= freq <= max_freq), S3-QUEUE-3 and S3-FINAL-1 (resident count
     = |S| + |M|, the ghost never counted), after every block access; S3-CONF-2..4 for the caps."""
-    ref = S3FIFO(cache.capacity, cache.small_ratio, cache.max_freq)
+    ref = S3FIFO.empty(cache.capacity, cache.small_ratio, cache.max_freq)
     small_cap = round(cache.capacity * cache.small_ratio)
     main_cap = cache.capacity - small_cap
     assert (ref.caps.small_cap, ref.caps.main_cap, ref.caps.ghost_cap) == (small_cap, main_cap, main_cap)
@@ -264,7 +264,7 @@ def test_s3fifo_final_cache_blocks_is_small_plus_main(trace: Trace, cache: Cache
     """S3-FINAL-1, REPLAY-RESULT-4, REPLAY-INV-2: the replay's final_cache_blocks is |S| + |M|
     of the cache the requests leave behind, never counting G, and at most the capacity."""
     result = replay(trace.records(), config_for("s3fifo", cache, trace.block_size))
-    ref = S3FIFO(cache.capacity, cache.small_ratio, cache.max_freq)
+    ref = S3FIFO.empty(cache.capacity, cache.small_ratio, cache.max_freq)
     for hash_ids, input_length in trace.requests:
         replay_request(ref, hash_ids, input_length, trace.block_size)
     assert result.final_cache_blocks == len(ref.small) + len(ref.main) <= cache.capacity
@@ -276,11 +276,11 @@ def test_s3fifo_final_cache_blocks_is_small_plus_main(trace: Trace, cache: Cache
 def test_a_resident_suffix_behind_a_miss_does_not_count() -> None:
     """REPLAY-PREFIX-2: no skip-ahead, no set intersection. LRU of 2 after a, b, c holds b and c;
     [a, b, c] hits nothing, and [b, a, c] hits one block."""
-    cache = LRU(2)
+    cache = LRU.empty(2)
     for h in (1, 2, 3):
         cache.access(h)
     assert replay_request(cache, [1, 2, 3], 30, 10) == 0
-    cache = LRU(2)
+    cache = LRU.empty(2)
     for h in (1, 2, 3):
         cache.access(h)
     assert replay_request(cache, [2, 1, 3], 30, 10) == 10
@@ -306,7 +306,7 @@ def test_the_last_partial_block_is_clamped() -> None:
 def test_a_ghost_is_not_resident() -> None:
     """S3-QUEUE-3, REPLAY-INV-3, S3-ACCESS-3: a prefix whose first block is in G hits nothing, and
     the access brings it back into M with freq 0."""
-    cache = S3FIFO(2, 0.5, 3)  # small_cap 1, main_cap 1, ghost_cap 1
+    cache = S3FIFO.empty(2, 0.5, 3)  # small_cap 1, main_cap 1, ghost_cap 1
     replay_request(cache, [1], 1, 1)
     replay_request(cache, [2], 1, 1)  # 1 (freq 0) leaves S for G
     assert list(cache.ghost) == [1] and not cache.is_resident(1)
@@ -316,3 +316,23 @@ def test_a_ghost_is_not_resident() -> None:
     for h in (1, 2, 1):
         naive.access(h)
     assert naive.state() == reference_state(cache)
+
+
+@SOME
+@given(capacity=st.integers(1, 60), small_ratio=st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]) | st.floats(0.0, 1.0), max_freq=st.integers(0, 4))
+def test_s3fifo_refuses_exactly_the_configs_the_naive_model_cannot_run(capacity: int, small_ratio: float, max_freq: int) -> None:
+    """S3-CONF-2 (round, not int), S3-CONF-3, S3-CONF-4, S3-CONF-5: the reference refuses a config
+    iff round(capacity * small_ratio) or capacity minus it is below 1, and otherwise builds the
+    same queue sizes as the naive model."""
+    try:
+        naive = NaiveS3FIFO(capacity, small_ratio, max_freq)
+    except ValueError:
+        naive = None
+    try:
+        ref = S3FIFO.empty(capacity, small_ratio, max_freq)
+    except ConfigError as error:
+        assert error.clause == "S3-CONF-5"
+        assert naive is None
+        return
+    assert naive is not None
+    assert (ref.caps.small_cap, ref.caps.main_cap, ref.caps.ghost_cap, ref.caps.max_freq) == (naive.small_cap, naive.main_cap, naive.ghost_cap, max_freq)
