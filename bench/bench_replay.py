@@ -2,7 +2,7 @@
 
 Run from the repository root with the project's interpreter:
 
-    python bench/bench_replay.py                      # the default run (about 4 minutes on 2 cores)
+    python bench/bench_replay.py                      # the default run (about 3.5 minutes on 2 cores)
     python bench/bench_replay.py --no-contracts       # only the contract-free rows (about 30 s)
 
 What is timed: the replay loop alone, over a trace parsed once into plain lists (hash_ids,
@@ -193,16 +193,22 @@ def worker(args: argparse.Namespace) -> None:
     maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     hwm_reset = reset_peak_rss()
     times: list[float] = []
+    cpu_times: list[float] = []
     results = set()
     done = len(hash_ids)
-    for _ in range(args.repeat):
-        budgeted = args.budget > 0 and args.variant.startswith("contracts")
+    budgeted = args.budget > 0 and args.variant.startswith("contracts")
+    for run in range(args.repeat):
+        # A budgeted run after the first replays the prefix the first one reached, so that
+        # every repeat times the same work.
+        ids_run, lengths_run = (hash_ids, lengths) if run == 0 else (hash_ids[:done], lengths[:done])
         start = time.perf_counter()
-        if budgeted:
+        cpu_start = time.process_time()
+        if budgeted and run == 0:
             cache, total, done = budgeted_loop(args.variant, new_cache, hash_ids, lengths, start + args.budget)
         else:
-            cache, total, done = replay_loop(args.variant, new_cache, hash_ids, lengths)
+            cache, total, done = replay_loop(args.variant, new_cache, ids_run, lengths_run)
         times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
         results.add((total, resident(cache), done))
         del cache
     maxrss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -220,6 +226,8 @@ def worker(args: argparse.Namespace) -> None:
         seconds=times,
         best_seconds=best,
         accesses_per_second=accesses / best,
+        cpu_seconds=cpu_times,
+        best_cpu_seconds=min(cpu_times),
         total_hit_tokens=total,
         final_cache_blocks=final_blocks,
         rss_before_kib=rss_before,
@@ -278,19 +286,24 @@ def run_end_to_end(trace: str, repeat: int, default_trace: bool) -> dict:
     cmd = kvspec_command() + ["replay"] + ([] if default_trace else [trace])
     print(f"  running {' '.join(cmd)} x{repeat} ...", file=sys.stderr, flush=True)
     times: list[float] = []
+    cpu_times: list[float] = []
+    maxrss: list[int] = []
     output = None
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.run(cmd, env=child_env(None), capture_output=True)
+        proc = subprocess.Popen(cmd, env=child_env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout, stderr = proc.stdout.read(), proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
         times.append(time.perf_counter() - start)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+        proc.stderr.close()
         if proc.returncode != 0:
-            sys.stderr.write(proc.stderr.decode())
+            sys.stderr.write(stderr.decode())
             raise SystemExit(f"kvspec replay failed with status {proc.returncode}")
-        output = json.loads(proc.stdout)
-    # One more, untimed run reaped with wait4, for that process's own peak RSS.
-    proc = subprocess.Popen(cmd, env=child_env(None), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, _, usage = os.wait4(proc.pid, 0)
-    proc.returncode = 0
+        cpu_times.append(usage.ru_utime + usage.ru_stime)
+        maxrss.append(usage.ru_maxrss)
+        output = json.loads(stdout)
     assert output is not None
     return {
         "variant": "kvspec-replay",
@@ -301,10 +314,12 @@ def run_end_to_end(trace: str, repeat: int, default_trace: bool) -> dict:
         "repeat": repeat,
         "seconds": times,
         "best_seconds": min(times),
+        "cpu_seconds": cpu_times,
+        "best_cpu_seconds": min(cpu_times),
         "requests_done": output["requests"],
         "total_hit_tokens": output["total_hit_tokens"],
         "final_cache_blocks": output["final_cache_blocks"],
-        "process_maxrss_kib": usage.ru_maxrss,
+        "process_maxrss_kib": max(maxrss),
         "complete": True,
     }
 
@@ -365,47 +380,49 @@ def mib(kib: float | None) -> str:
     return "—" if kib is None else f"{kib / 1024:.1f}"
 
 
-def table(rows: list[dict], naive_rate: dict[int, float]) -> str:
+def table(rows: list[dict], naive: dict[int, dict]) -> str:
     head = (
-        "| Variant | Capacity (blocks) | Requests replayed | Block accesses | Best time (s) | Block accesses/s |"
-        " vs naive | Peak RSS growth (MiB) | tracemalloc peak (MiB) | total_hit_tokens | final_cache_blocks | Runs |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| Variant | Capacity (blocks) | Requests replayed | Block accesses | Best wall time (s) | Block accesses/s |"
+        " vs naive | Best CPU time (s) | vs naive, CPU | Peak RSS growth (MiB) | tracemalloc peak (MiB) | total_hit_tokens"
+        " | final_cache_blocks | Runs |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     lines = []
     for r in rows:
         if r["variant"] == "kvspec-replay":
             accesses = r["accesses"]
             rate = accesses / r["best_seconds"]
-            vs = ratio(rate, naive_rate[r["capacity"]]) if r["capacity"] in naive_rate else "—"
+            vs, vs_cpu = versus(r, accesses, naive)
             lines.append(
                 f"| {r['label']} | {r['capacity']:,} | {r['requests_done']:,} | {accesses:,} | {r['best_seconds']:.3f} | {rate:,.0f} |"
-                f" {vs} | {mib(r['process_maxrss_kib'])} (whole process) | — | {r['total_hit_tokens']:,} | {r['final_cache_blocks']:,} |"
-                f" best of {r['repeat']} |"
+                f" {vs} | {r['best_cpu_seconds']:.3f} | {vs_cpu} | {mib(r['process_maxrss_kib'])} (whole process) | — |"
+                f" {r['total_hit_tokens']:,} | {r['final_cache_blocks']:,} | best of {r['repeat']} |"
             )
             continue
         partial = "" if r["complete"] else f" (partial: stopped at the budget, {r['final_cache_blocks']:,} blocks resident)"
         rate = r["accesses_per_second"]
-        vs = ratio(rate, naive_rate[r["capacity"]]) if r["capacity"] in naive_rate else "—"
+        vs, vs_cpu = versus(r, r["accesses_done"], naive)
         tm = r.get("tracemalloc_peak_bytes")
         lines.append(
             f"| {r['label']}{partial} | {r['capacity']:,} | {r['requests_done']:,} | {r['accesses_done']:,} | {r['best_seconds']:.3f} |"
-            f" {rate:,.0f} | {vs} | {mib(r['maxrss_growth_kib'])} | {'—' if tm is None else f'{tm / 2**20:.1f}'} |"
+            f" {rate:,.0f} | {vs} | {r['best_cpu_seconds']:.3f} | {vs_cpu} | {mib(r['maxrss_growth_kib'])} | {'—' if tm is None else f'{tm / 2**20:.1f}'} |"
             f" {r['total_hit_tokens']:,} | {r['final_cache_blocks']:,} | best of {r['repeat']} |"
         )
     return head + "\n".join(lines) + "\n"
 
 
-def markdown(info: dict, rows: list[dict], naive_rate: dict[int, float], args: argparse.Namespace) -> str:
+def markdown(info: dict, rows: list[dict], naive: dict[int, dict], args: argparse.Namespace) -> str:
     return (
         f"# kvspec replay benchmark: {info['date']}\n\n"
         f"Machine: {info['cpu_model']}, {info['cpu_count']} CPUs, {info['platform']}, Python {info['python']}"
         f" ({info['implementation']}); load average at start {info['loadavg_at_start']}.\n"
         f"Code: commit {info['commit']}{' with uncommitted changes in reference/' if info['reference_dirty'] else ''}.\n"
         f"Trace: {args.trace_name}. S3FIFO, block size {BLOCK_SIZE}, small_ratio 0.1, max_freq 3.\n"
-        f"Command: `python bench/bench_replay.py {' '.join(args.argv)}`\n\n"
-        + table(rows, naive_rate)
-        + "\nBlock accesses/s = block accesses replayed / best time; vs naive = that rate / the naive S3FIFO's rate at the same"
-        " capacity (above 1.00x = faster than naive). Peak RSS growth = ru_maxrss after the timed runs minus before them, in a"
+        f"Command: `{' '.join(['python bench/bench_replay.py', *args.argv])}`\n\n"
+        + table(rows, naive)
+        + "\nBlock accesses/s = block accesses replayed / best wall time; vs naive = that rate / the naive S3FIFO's rate at the"
+        " same capacity (above 1.00x = faster than naive); the CPU columns do the same with the process's CPU time, which"
+        " other load on the machine disturbs less. Peak RSS growth = ru_maxrss after the timed runs minus before them, in a"
         " fresh process with the trace already parsed (latest.json also has a VmHWM reading); tracemalloc peak is the"
         " Python allocations' peak during one replay, from a separate, untimed run. Contract rows run once, under a"
         f" {args.contract_budget:g} s budget; a partial row's rate covers the requests it replayed, with a cache still filling.\n"
@@ -423,9 +440,34 @@ def bundled_trace() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "traces" / "conversation_trace.jsonl.gz"
 
 
+def versus(row: dict, accesses: int, naive: dict[int, dict]) -> tuple[str, str]:
+    """This row's rate over the naive S3FIFO's at the same capacity, by wall and by CPU time."""
+    base = naive.get(row["capacity"])
+    if base is None:
+        return "—", "—"
+    wall = ratio(accesses / row["best_seconds"], base["accesses_done"] / base["best_seconds"])
+    cpu = ratio(accesses / row["best_cpu_seconds"], base["accesses_done"] / base["best_cpu_seconds"])
+    return wall, cpu
+
+
 def ratio(rate: float, base: float) -> str:
     x = rate / base
     return f"{x:.2f}x" if x >= 0.1 else f"{x:.3f}x" if x >= 0.001 else f"{x:.1e}x"
+
+
+def merge_rounds(results: list[dict]) -> dict:
+    """One row from several rounds of the same variant: every run's times, the best of them."""
+    for other in results[1:]:
+        check_same(results[0]["capacity"], results[0], other)
+    merged = dict(results[0])
+    merged["seconds"] = [t for r in results for t in r["seconds"]]
+    merged["cpu_seconds"] = [t for r in results for t in r["cpu_seconds"]]
+    merged["best_seconds"] = min(merged["seconds"])
+    merged["best_cpu_seconds"] = min(merged["cpu_seconds"])
+    merged["accesses_per_second"] = merged["accesses_done"] / merged["best_seconds"]
+    merged["repeat"] = len(merged["seconds"])
+    merged["maxrss_growth_kib"] = max(r["maxrss_growth_kib"] for r in results)
+    return merged
 
 
 def driver(args: argparse.Namespace) -> None:
@@ -437,13 +479,14 @@ def driver(args: argparse.Namespace) -> None:
     info = machine_info()
     started = time.perf_counter()
     rows: list[dict] = []
-    naive_rate: dict[int, float] = {}
     naive_by_cap: dict[int, dict] = {}
     for capacity in capacities:
-        reference = run_variant("reference", capacity, trace, args.repeat, 0)
-        naive = run_variant("naive", capacity, trace, args.repeat, 0)
+        # Alternate the two in several rounds of fresh processes, so that a burst of other load
+        # on this shared machine cannot land on one variant's runs only.
+        rounds = [(run_variant("reference", capacity, trace, args.repeat, 0), run_variant("naive", capacity, trace, args.repeat, 0))
+                  for _ in range(args.rounds)]
+        reference, naive = merge_rounds([r for r, _ in rounds]), merge_rounds([n for _, n in rounds])
         check_same(capacity, reference, naive)
-        naive_rate[capacity] = naive["accesses_per_second"]
         naive_by_cap[capacity] = naive
         if not args.no_tracemalloc:
             for r in (reference, naive):
@@ -470,7 +513,7 @@ def driver(args: argparse.Namespace) -> None:
         rows.append(e2e)
     info["bench_wall_seconds"] = round(time.perf_counter() - started, 1)
 
-    text = markdown(info, rows, naive_rate, args)
+    text = markdown(info, rows, naive_by_cap, args)
     print(text)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -485,10 +528,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--capacities", default="4096,65536", help="comma-separated cache capacities in blocks (default: 4096,65536)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of the contract-free variants; the best counts (default: 5)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of fresh processes for the contract-free variants (default: 3)")
     parser.add_argument("--trace", help="a Mooncake trace (JSON lines, plain or gzip); default: the bundled conversation trace")
     parser.add_argument("--contract-repeat", type=int, default=1, help="timed runs of the contract variants (default: 1)")
-    parser.add_argument("--contract-budget", type=float, default=60.0,
-                        help="seconds after which a contract variant stops and reports a partial rate; 0 = replay the whole trace (default: 60)")
+    parser.add_argument("--contract-budget", type=float, default=45.0,
+                        help="seconds after which a contract variant stops and reports a partial rate; 0 = replay the whole trace (default: 45)")
     parser.add_argument("--skip-all-at", default="", metavar="CAPACITIES", help="comma-separated capacities at which to skip KVSPEC_CONTRACTS=all")
     parser.add_argument("--no-contracts", action="store_true", help="skip both contract variants")
     parser.add_argument("--no-tracemalloc", action="store_true", help="skip the tracemalloc runs")

@@ -1,16 +1,16 @@
 """The ``kvspec`` command line."""
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, replay
 from kvspec.reference.trace import TraceRecord
 
+from .output import written_whole
 from .progress import Progress
+from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
 
 
 def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[[str], object]:
@@ -25,6 +25,18 @@ def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[
     return parse
 
 
+def capacity_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",")]
+
+
+def add_trace_and_config(command: argparse.ArgumentParser) -> None:
+    command.add_argument("trace", nargs="?", type=Path, help="the trace; default: the bundled Mooncake conversation trace")
+    command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=512, help="tokens per block (default: 512)")
+    command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=0.1, help="S3FIFO: share of the capacity for the small queue (default: 0.1)")
+    command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=3, help="S3FIFO: frequency ceiling (default: 3)")
+    command.add_argument("--output", type=Path, help="write the JSON here instead of stdout (written whole or not at all)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -33,19 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay a Mooncake trace against one policy (spec/replay.md)",
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
-    run.add_argument("trace", nargs="?", type=Path, help="the trace; default: the bundled Mooncake conversation trace")
+    add_trace_and_config(run)
     run.add_argument("--policy", choices=POLICIES, default="s3fifo", help="eviction policy (default: s3fifo)")
     run.add_argument("--capacity", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"), default=4096, help="cache capacity in blocks (default: 4096)")
-    run.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=512, help="tokens per block (default: 512)")
-    run.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=0.1, help="S3FIFO: share of the capacity for the small queue (default: 0.1)")
-    run.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=3, help="S3FIFO: frequency ceiling (default: 3)")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
-    run.add_argument("--output", type=Path, help="write the JSON here instead of stdout (written whole or not at all)")
+    run.set_defaults(handler=run_replay)
+    many = commands.add_parser(
+        "sweep",
+        help="hit rate against capacity, for several policies, as JSON and a plot",
+        description="Replay a trace once per policy and capacity; print every result and the hit rate of a cache that never evicts.",
+    )
+    add_trace_and_config(many)
+    many.add_argument("--policy", dest="policies", action="append", choices=POLICIES, help="a policy to replay (repeatable; default: all three)")
+    many.add_argument(
+        "--capacities",
+        type=typed(capacity_list, "REPLAY-CONF-1", "capacities must be integers separated by commas"),
+        default=list(DEFAULT_CAPACITIES),
+        help=f"capacities in blocks (default: {','.join(map(str, DEFAULT_CAPACITIES))})",
+    )
+    many.add_argument("--plot", type=Path, help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
+    many.set_defaults(handler=run_sweep)
     return parser
 
 
-def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]]) -> Iterator[tuple[int, TraceRecord]]:
-    progress = Progress(f"replaying {Path(trace.path).name}", trace.fraction_read)
+def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str) -> Iterator[tuple[int, TraceRecord]]:
+    progress = Progress(label, trace.fraction_read)
     try:
         for count, item in enumerate(records, start=1):
             progress.update(f"{count:,} requests")
@@ -54,17 +78,14 @@ def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]]) 
         progress.close()
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, then rename: never a partial file."""
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+def write_json(model: ReplayResult | Sweep, output: Path | None) -> None:
+    """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file."""
+    text = model.model_dump_json(indent=2, exclude_none=True) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    with written_whole(output) as temporary:
+        temporary.write_text(text, encoding="utf-8")
 
 
 def summary(result: ReplayResult) -> str:
@@ -76,25 +97,50 @@ def summary(result: ReplayResult) -> str:
     )
 
 
+def base_config(args: argparse.Namespace, policy: str = "s3fifo", capacity: int = 4096) -> ReplayConfig:
+    return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq)  # type: ignore[arg-type]
+
+
+def open_trace(args: argparse.Namespace) -> TraceFile:
+    return TraceFile(args.trace if args.trace is not None else bundled_trace_path())
+
+
 def run_replay(args: argparse.Namespace) -> None:
-    config = ReplayConfig(
-        policy=args.policy, capacity=args.capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq
-    )
-    trace = TraceFile(args.trace if args.trace is not None else bundled_trace_path())
-    result = replay(with_progress(trace, trace.records()), config, path=trace.path, per_request=args.per_request)
-    text = result.model_dump_json(indent=2, exclude_none=True) + "\n"
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        write_atomically(args.output, text)
+    trace = open_trace(args)
+    records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
+    result = replay(records, base_config(args, args.policy, args.capacity), path=trace.path, per_request=args.per_request)
+    write_json(result, args.output)
     if sys.stderr.isatty():
         print(summary(result), file=sys.stderr)
+
+
+def run_sweep(args: argparse.Namespace) -> None:
+    if args.plot is not None and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise KvspecError(f"--plot {args.plot}: the file name must end in .png, .svg or .pdf")
+    trace = open_trace(args)
+    result = sweep(
+        lambda label: with_progress(trace, trace.records(), label),
+        trace.path,
+        base_config(args),
+        args.policies or list(POLICIES),
+        args.capacities,
+    )
+    if args.plot is not None:
+        try:
+            plot(result, args.plot)
+        except ModuleNotFoundError:
+            raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'") from None
+    write_json(result, args.output)
+    if sys.stderr.isatty():
+        for point in result.points:
+            print(summary(point.result), file=sys.stderr)
+        print(f"a cache that never evicts: {result.unbounded_hit_rate:.2%}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        run_replay(args)
+        args.handler(args)
     except KvspecError as error:
         print(f"kvspec: error: {error}", file=sys.stderr)
         return 1
