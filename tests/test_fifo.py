@@ -4,28 +4,15 @@ Expected values were worked out by hand from the spec; the comments show the arr
 by step, head (admitted first) first.
 """
 
-import re
-from typing import Any
-
-import icontract
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvspec.reference import FIFO, LRU, S3FIFO
 from kvspec.reference import fifo as fifo_rules
 
+from support import run, violation
+
 FEW = settings(max_examples=60, deadline=None)
-
-
-def run(cache: Any, trace: list[int]) -> Any:
-    for h in trace:
-        cache.access(h)
-    return cache
-
-
-def violation(clause: str) -> Any:
-    return pytest.raises(icontract.ViolationError, match=re.escape(clause))
 
 
 def test_FIFO_CAP_1_starts_empty_and_residency_is_queue_membership() -> None:

@@ -31,10 +31,11 @@ from typing import Any
 
 import pytest
 
-from kvspec.reference import FIFO, LRU, S3FIFO, ReplayConfig, TraceFile, bundled_trace_path, make_policy, replay
+from kvspec.reference import S3FIFO, ReplayConfig, TraceFile, bundled_trace_path, make_policy, replay
 from kvspec.reference.replay import replay_request
 
 from naive import NaiveFIFO, NaiveLRU, NaiveS3FIFO, make_naive, naive_replay, naive_request
+from support import reference_state
 
 BLOCK_SIZE = 512
 
@@ -319,14 +320,6 @@ def test_lru_and_fifo_with_room_for_every_block_hit_the_unbounded_figure(name: s
 
 PREFIX_REQUESTS = 300
 
-
-def reference_state(policy: object) -> object:
-    if isinstance(policy, S3FIFO):
-        return list(policy.small.items()), list(policy.main.items()), list(policy.ghost)
-    if isinstance(policy, LRU):
-        return list(policy.recency)
-    assert isinstance(policy, FIFO)
-    return list(policy.arrival)
 
 
 @pytest.mark.parametrize(("policy", "capacity"), [("s3fifo", 32), ("s3fifo", 256), ("lru", 64), ("fifo", 64)])

@@ -15,6 +15,7 @@ from kvspec.reference.replay import replay, replay_request
 
 from naive import NaiveS3FIFO, make_naive, naive_replay, naive_request
 from strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
+from support import reference_state
 
 POLICY_NAMES = ("s3fifo", "lru", "fifo")
 
@@ -27,15 +28,6 @@ policies = st.sampled_from(POLICY_NAMES)
 def config_for(policy: str, cache: CacheConfig, block_size: int) -> ReplayConfig:
     return ReplayConfig(policy=policy, capacity=cache.capacity, block_size=block_size, small_ratio=cache.small_ratio, max_freq=cache.max_freq)
 
-
-def reference_state(policy: object) -> object:
-    """The reference's queues in the shape NaivePolicy.state() returns them."""
-    if isinstance(policy, S3FIFO):
-        return list(policy.small.items()), list(policy.main.items()), list(policy.ghost)
-    if isinstance(policy, LRU):
-        return list(policy.recency)
-    assert isinstance(policy, FIFO)
-    return list(policy.arrival)
 
 
 def in_ghost(policy: object, h: int) -> bool:

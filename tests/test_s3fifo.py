@@ -7,10 +7,8 @@ the queues step by step as ``S=[hash:freq, ...]`` (head first), ``M=[...]`` and 
 
 import inspect
 import math
-import re
 from collections import OrderedDict
 from fractions import Fraction
-from typing import Any
 
 import icontract
 import pytest
@@ -29,6 +27,8 @@ from kvspec.reference.s3fifo import (
     small_cap_for,
 )
 
+from support import run, violation
+
 INT64_MAX = 2**63 - 1
 FEW = settings(max_examples=60, deadline=None)
 
@@ -43,19 +43,9 @@ def state(cache: S3FIFO) -> tuple[list[tuple[int, int]], list[tuple[int, int]], 
     return list(cache.small.items()), list(cache.main.items()), list(cache.ghost)
 
 
-def run(cache: Any, trace: list[int]) -> Any:
-    for h in trace:
-        cache.access(h)
-    return cache
-
-
 def one_request(hash_ids: list[int]) -> TraceRecord:
     """A request of one-token blocks (block_size 1), so hit tokens count hit blocks."""
     return TraceRecord(timestamp=0, input_length=len(hash_ids), output_length=0, hash_ids=hash_ids)
-
-
-def violation(clause: str) -> Any:
-    return pytest.raises(icontract.ViolationError, match=re.escape(clause))
 
 
 # ---------------------------------------------------------------------------------------------
