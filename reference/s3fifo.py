@@ -7,7 +7,6 @@ build in any state and explore; the class takes the rules a replay calls as its 
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import no_type_check
 
 from .contracts import ensure, require, snapshot
 from .errors import ConfigError
@@ -59,7 +58,7 @@ def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
     """S3-CONF-1 to S3-CONF-6: the queue sizes, or a ConfigError citing the clause refused."""
     check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
     if not ratio_is_valid(small_ratio):
-        raise ConfigError("S3-CONF-1", f"small_ratio must be a finite number in [0, 1], not {small_ratio!r}")
+        raise ConfigError("S3-CONF-1", f"small_ratio must be a finite float in [0.0, 1.0], not {small_ratio!r}")
     check_count(max_freq, 0, "S3-CONF-6", "max_freq")
     caps = derive_caps(capacity, small_ratio, max_freq)
     if caps.small_cap < 1 or caps.main_cap < 1:
@@ -71,38 +70,29 @@ def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
     return caps
 
 
-# The predicates below run only inside contracts, on a cache whose queues typeguard has just
-# checked item by item at the rule's own entry; @no_type_check spares it checking them again,
-# which would make every access cost O(cache size) several more times over in the tests.
-
-
 def caps_are_valid(caps: Caps) -> bool:
     """S3-CONF-3 to S3-CONF-6, for rules that take a Caps built elsewhere."""
     return caps.small_cap >= 1 and caps.main_cap >= 1 and caps.ghost_cap == caps.main_cap and caps.max_freq >= 0
 
 
-@no_type_check
 def queues_are_disjoint(cache: "S3FIFO") -> bool:
     """S3-QUEUE-2: no hash is in two of S, M and G."""
     small, main, ghost = cache.small, cache.main, cache.ghost
     return small.keys().isdisjoint(main) and small.keys().isdisjoint(ghost) and main.keys().isdisjoint(ghost)
 
 
-@no_type_check
 def freqs_in_range(cache: "S3FIFO") -> bool:
     """S3-FREQ-1: every freq lies in [0, max_freq]."""
     top = cache.caps.max_freq
     return all(0 <= f <= top for f in cache.small.values()) and all(0 <= f <= top for f in cache.main.values())
 
 
-@no_type_check
 def within_caps(cache: "S3FIFO") -> bool:
     """S3-INV-1 to S3-INV-3: |S| <= small_cap, |M| <= main_cap, |G| <= ghost_cap."""
     caps = cache.caps
     return len(cache.small) <= caps.small_cap and len(cache.main) <= caps.main_cap and len(cache.ghost) <= caps.ghost_cap
 
 
-@no_type_check
 def is_queued(cache: "S3FIFO", h: int) -> bool:
     """Whether h is in S, M or G."""
     return h in cache.small or h in cache.main or h in cache.ghost
