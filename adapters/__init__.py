@@ -1,1 +1,57 @@
 """kvspec's adapters: how the conformance suite drives an implementation under test."""
+
+import importlib
+import shlex
+
+from kvspec.reference import KvspecError
+
+from .interface import Adapter
+
+SPEC_FORMS = '"reference", "python:module:factory" or "cmd:program args"'
+
+
+def load_adapter(spec: str) -> Adapter:
+    """PROTO-18: the implementation an adapter spec names, started and ready to configure.
+
+    ``reference`` is kvspec's own reference in-process; ``python:module:factory`` imports
+    ``module`` and calls ``factory()``, which returns an Adapter; ``cmd:program args`` starts
+    ``program`` (its arguments split as a shell would) and speaks the adapter protocol with it.
+    """
+    if spec == "reference":
+        from .reference import ReferenceAdapter
+
+        return ReferenceAdapter()
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in ("python", "cmd"):
+        raise KvspecError(f"PROTO-18: adapter spec {spec!r} is not one of {SPEC_FORMS}")
+    if kind == "cmd":
+        try:
+            command = shlex.split(rest)
+        except ValueError as error:
+            raise KvspecError(f"PROTO-18: adapter spec {spec!r}: the command cannot be split: {error}") from error
+        if not command:
+            raise KvspecError(f"PROTO-18: adapter spec {spec!r} names no program (expected cmd:program args)")
+        from .process import ProcessAdapter
+
+        return ProcessAdapter(command)
+    module_name, sep, factory_name = rest.partition(":")
+    if not sep or not module_name or not factory_name or ":" in factory_name:
+        raise KvspecError(f"PROTO-18: adapter spec {spec!r} is not python:module:factory")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise KvspecError(f"PROTO-18: adapter spec {spec!r}: cannot import {module_name}: {error}") from error
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise KvspecError(f"PROTO-18: adapter spec {spec!r}: {module_name} has no callable {factory_name}")
+    adapter = factory()
+    missing = [
+        name
+        for name in ("identity", "level", "configure", "hit_tokens", "access", "resident_count", "snapshot", "close")
+        if not hasattr(adapter, name)
+    ]
+    if missing:
+        raise KvspecError(
+            f"PROTO-18: adapter spec {spec!r}: {factory_name}() returned {type(adapter).__name__}, not an Adapter (no {', '.join(missing)})"
+        )
+    return adapter

@@ -8,6 +8,7 @@ from pathlib import Path
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, replay
 from kvspec.reference.trace import TraceRecord
 
+from .certify import PROFILES, certify_policy
 from .output import written_whole
 from .progress import Progress
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
@@ -65,6 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     many.add_argument("--plot", type=Path, help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
     many.set_defaults(handler=run_sweep)
+    check = commands.add_parser(
+        "certify",
+        help="certify an implementation against the spec through an adapter",
+        description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
+    )
+    check.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    check.add_argument("--policy", dest="policies", action="append", choices=POLICIES, help="a policy to certify (repeatable; default: all the adapter offers)")
+    check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
+    check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
+    check.set_defaults(handler=run_certify)
     return parser
 
 
@@ -137,10 +148,32 @@ def run_sweep(args: argparse.Namespace) -> None:
         print(f"a cache that never evicts: {result.unbounded_hit_rate:.2%}", file=sys.stderr)
 
 
+def run_certify(args: argparse.Namespace) -> int:
+    from kvspec.adapters import load_adapter
+
+    adapter = load_adapter(args.adapter)
+    try:
+        policies = args.policies or [p for p in POLICIES if p in getattr(adapter, "policies", POLICIES)]
+        outcomes = [certify_policy(adapter, policy, args.profile, args.seed) for policy in policies]
+    finally:
+        adapter.close()
+    identity = adapter.identity
+    print(f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}, profile {args.profile}, seed {args.seed}")
+    for outcome in outcomes:
+        verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
+        print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")
+        if not outcome.conforms:
+            print(f"    {outcome.message}")
+            print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in outcome.steps.splitlines()))
+    return 0 if all(outcome.conforms for outcome in outcomes) else 3
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        status = args.handler(args)
+        if status:
+            return status
     except KvspecError as error:
         print(f"kvspec: error: {error}", file=sys.stderr)
         return 1

@@ -1,5 +1,5 @@
 """Property tests: the reference against the naive model of tests/naive.py, and the invariants of
-spec/replay.md and spec/s3fifo.md, on generated traces (tests/strategies.py).
+spec/replay.md and spec/s3fifo.md, on generated traces (kvspec.conformance.strategies).
 
 The reference runs with every contract installed (tests/conftest.py), so each block access costs
 a few hundred microseconds; the example counts below keep this file well under a minute.
@@ -10,11 +10,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kvspec.conformance.strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
 from kvspec.reference import FIFO, LRU, S3FIFO, ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import replay, replay_request
 
 from naive import NaiveS3FIFO, make_naive, naive_replay, naive_request
-from strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
 from support import reference_state
 
 POLICY_NAMES = ("s3fifo", "lru", "fifo")

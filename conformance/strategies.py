@@ -16,6 +16,7 @@ forbid it, and it is where "longest prefix" and "set intersection" part ways.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import no_type_check
 
 from hypothesis import strategies as st
 
@@ -40,12 +41,14 @@ class Trace:
         ]
 
 
+@no_type_check
 def input_length_for(draw: st.DrawFn, n_blocks: int, block_size: int) -> int:
     """Anywhere in ((n - 1) * block_size, n * block_size]."""
     return draw(st.integers((n_blocks - 1) * block_size + 1, n_blocks * block_size))
 
 
 @st.composite
+@no_type_check  # typeguard cannot check Hypothesis's DrawFn protocol
 def conversation_traces(
     draw: st.DrawFn,
     *,
@@ -92,6 +95,7 @@ def conversation_traces(
 
 
 @st.composite
+@no_type_check  # typeguard cannot check Hypothesis's DrawFn protocol
 def arbitrary_traces(
     draw: st.DrawFn,
     *,
@@ -125,6 +129,7 @@ class CacheConfig:
 
 
 @st.composite
+@no_type_check  # typeguard cannot check Hypothesis's DrawFn protocol
 def cache_configs(draw: st.DrawFn, *, max_capacity: int = 40) -> CacheConfig:
     """Valid S3FIFO configs, from the smallest (both queues one block: capacity 6 at ratio 0.1,
     2 at ratio 0.5) up to max_capacity; LRU and FIFO use the capacity alone.

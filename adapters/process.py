@@ -1,0 +1,356 @@
+"""An implementation under test in its own process, driven over the adapter protocol.
+
+spec/adapter-protocol.md: JSON lines on the process's stdin and stdout (PROTO-1), one reply per
+request with the request's seq (PROTO-2). Every way the implementation can break the protocol
+(PROTO-15) raises AdapterFailure with one line naming the command, what kvspec expected and the
+last lines of the implementation's stderr, and kills the process (and its process group); no
+call waits longer than its timeout, and no process is left unreaped.
+"""
+
+import json
+import os
+import queue
+import selectors
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from typing import IO, Any, NoReturn, Self
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from kvspec.reference import KvspecError
+
+from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from .protocol import (
+    CONFIGURE_REPLY,
+    PROTOCOL_VERSION,
+    AccessReply,
+    AccessRequest,
+    ConfigureRequest,
+    ErrorReply,
+    HitTokensReply,
+    HitTokensRequest,
+    RefusedReply,
+    ResidentCountReply,
+    ResidentCountRequest,
+    SnapshotReply,
+    SnapshotRequest,
+    StartReply,
+    StartRequest,
+    StopRequest,
+    WireConfig,
+)
+
+MAX_LINE = 1 << 28  # a reply longer than 256 MiB is a failure, not an out-of-memory
+STDERR_LINES = 20  # kept of the implementation's stderr ...
+STDERR_SHOWN = 3  # ... and shown in a failure message
+STDERR_LINE_CHARS = 300
+STOP_GRACE = 2.0  # PROTO-13: seconds the process has to exit after stop
+PREVIEW_CHARS = 200
+
+_EOF = b""
+
+
+def _preview(text: str) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "...")
+
+
+def _summary(error: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '<reply>'}: {e['msg']}" for e in error.errors()[:3]]
+    more = error.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _read_stdout(stream: IO[bytes], lines: "queue.Queue[bytes]") -> None:
+    """PROTO-1: one reply a line; EOF is queued as b""."""
+    try:
+        while True:
+            line = stream.readline(MAX_LINE)
+            if not line:
+                break
+            lines.put(line)
+            if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+                break
+    except (OSError, ValueError):
+        pass
+    finally:
+        lines.put(_EOF)
+
+
+def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
+    """PROTO-1: stderr is free for logs; the last lines are kept for failure messages."""
+    try:
+        while True:
+            line = stream.readline(4096)
+            if not line:
+                break
+            text = line.decode("utf-8", errors="replace").rstrip()
+            if text:
+                tail.append(text if len(text) <= STDERR_LINE_CHARS else text[:STDERR_LINE_CHARS] + "...")
+    except (OSError, ValueError):
+        pass
+
+
+class ProcessAdapter:
+    """An Adapter for an implementation that speaks the protocol on its stdin and stdout."""
+
+    identity: Identity
+    level: Level
+
+    def __init__(self, command: list[str], reply_timeout: float = 10.0, start_timeout: float = 30.0) -> None:
+        if not command:
+            raise KvspecError("an implementation's command must name a program")
+        self.command = list(command)
+        self.name = shlex.join(self.command)
+        self.reply_timeout = reply_timeout
+        self.start_timeout = start_timeout
+        self.policies: tuple[str, ...] = ()
+        self._seq = 0
+        self._failed: str | None = None
+        self._closed = False
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        try:
+            # PROTO-4: started once; its own session, so that a kill reaches everything it started.
+            self.process = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
+        except OSError as error:
+            self._failed = f"could not start: {error}"
+            self._closed = True
+            raise AdapterFailure(f"{self.name}: could not start the implementation: {error}") from error
+        assert self.process.stdin is not None and self.process.stdout is not None and self.process.stderr is not None
+        self._stdin_fd = self.process.stdin.fileno()
+        os.set_blocking(self._stdin_fd, False)  # a process that stops reading must not block kvspec
+        self._threads = [
+            threading.Thread(target=_read_stdout, args=(self.process.stdout, self._lines), daemon=True),
+            threading.Thread(target=_read_stderr, args=(self.process.stderr, self._stderr), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+        # PROTO-5, PROTO-6: the version, who is under test, its level and policies.
+        reply = self._call(
+            StartRequest(cmd="start", seq=0, protocol=PROTOCOL_VERSION),
+            TypeAdapter(StartReply),
+            "the start reply",
+            self.start_timeout,
+        )
+        if reply.protocol != PROTOCOL_VERSION:
+            self._fail("start", 0, f"it speaks protocol {reply.protocol}, kvspec speaks protocol {PROTOCOL_VERSION}", "the start reply")
+        self.identity = Identity(
+            name=reply.implementation.name, language=reply.implementation.language, version=reply.implementation.version
+        )
+        self.level = reply.level
+        self.policies = tuple(reply.policies)
+
+    # The Adapter methods ------------------------------------------------------------------------
+
+    def configure(self, config: AdapterConfig) -> None:
+        """PROTO-7, PROTO-8."""
+        try:
+            wire = WireConfig.model_validate(
+                {
+                    "policy": config.policy,
+                    "capacity": config.capacity,
+                    "block_size": config.block_size,
+                    "small_ratio": float(config.small_ratio),
+                    "max_freq": config.max_freq,
+                }
+            )
+        except (ValidationError, TypeError, ValueError, OverflowError) as error:
+            raise KvspecError(f"{self.name}: this config cannot be sent over the adapter protocol: {error}") from error
+        reply = self._call(
+            ConfigureRequest(cmd="configure", seq=self._seq, config=wire), CONFIGURE_REPLY, 'a configure reply ({"ok": ...})'
+        )
+        if isinstance(reply, RefusedReply):
+            raise ConfigRefused(reply.refused)
+
+    def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
+        """PROTO-9."""
+        request = HitTokensRequest(cmd="hit_tokens", seq=self._seq, hash_ids=hash_ids, input_length=input_length)
+        reply: HitTokensReply = self._call(request, TypeAdapter(HitTokensReply), 'a hit_tokens reply ({"hit_tokens": t})')
+        return reply.hit_tokens
+
+    def access(self, hash_ids: list[int]) -> None:
+        """PROTO-10."""
+        self._call(
+            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids), TypeAdapter(AccessReply), 'an access reply ({"ok": true})'
+        )
+
+    def resident_count(self) -> int:
+        """PROTO-11."""
+        request = ResidentCountRequest(cmd="resident_count", seq=self._seq)
+        reply: ResidentCountReply = self._call(request, TypeAdapter(ResidentCountReply), 'a resident_count reply ({"resident_count": c})')
+        return reply.resident_count
+
+    def snapshot(self) -> Snapshot:
+        """PROTO-12: asked only of a "state"-level implementation (PROTO-6)."""
+        if self.level != "state":
+            raise KvspecError(
+                f"{self.name}: PROTO-6: a snapshot is asked only of a state-level implementation, and this one is {self.level!r}"
+            )
+        reply: SnapshotReply = self._call(
+            SnapshotRequest(cmd="snapshot", seq=self._seq), TypeAdapter(SnapshotReply), 'a snapshot reply ({"small", "main", "ghost"})'
+        )
+        return Snapshot(small=tuple(reply.small), main=tuple(reply.main), ghost=tuple(reply.ghost))
+
+    def close(self) -> None:
+        """PROTO-13: send stop, give the process STOP_GRACE seconds to exit 0, then kill it.
+
+        Raises AdapterFailure (after cleaning up) when it does not exit, or exits non-zero."""
+        if self._closed:
+            return
+        self._closed = True
+        problem = ""
+        seq = self._seq
+        if self._failed is None and self.process.poll() is None:
+            try:
+                self._write((StopRequest(cmd="stop", seq=seq).model_dump_json() + "\n").encode(), time.monotonic() + STOP_GRACE)
+                self._close_stdin()  # EOF too, for an implementation that reads to the end
+            except (OSError, TimeoutError):
+                pass
+            try:
+                status = self.process.wait(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                problem = f"the process did not exit within {STOP_GRACE:g} s of stop"
+            else:
+                if status != 0:
+                    problem = f"the process exited with status {status} after stop"
+        self._kill()
+        if problem:
+            self._failed = problem
+            raise AdapterFailure(self._message("stop", seq, problem, "exit status 0"))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "process", None) is not None and not getattr(self, "_closed", True):
+            self._closed = True
+            self._kill()
+
+    # The protocol -------------------------------------------------------------------------------
+
+    def _call(self, request: BaseModel, expect: TypeAdapter[Any], expected: str, timeout: float | None = None) -> Any:
+        """Send one request and read its one reply (PROTO-1, PROTO-2); PROTO-15 on any failure."""
+        cmd = str(request.cmd)  # type: ignore[attr-defined]
+        seq = self._seq
+        if self._failed is not None:
+            raise AdapterFailure(f"{self.name}: {cmd} (seq {seq}): the implementation has already failed: {self._failed}")
+        if self._closed:
+            raise AdapterFailure(f"{self.name}: {cmd} (seq {seq}): the adapter is closed")
+        self._seq += 1
+        deadline = time.monotonic() + (self.reply_timeout if timeout is None else timeout)
+        try:
+            self._write((request.model_dump_json() + "\n").encode(), deadline)
+        except TimeoutError:
+            self._fail(cmd, seq, f"the process did not read its request within {self._timeout(timeout):g} s", expected)
+        except OSError:
+            self._fail(cmd, seq, self._exited("before reading its request"), expected)
+        try:
+            raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            self._fail(cmd, seq, f"no reply within {self._timeout(timeout):g} s (hung?)", expected)
+        if raw == _EOF:
+            self._fail(cmd, seq, self._exited("before replying"), expected)
+        if len(raw) >= MAX_LINE and not raw.endswith(b"\n"):
+            self._fail(cmd, seq, f"a reply line longer than {MAX_LINE} bytes", expected)
+        try:
+            text = raw.decode("utf-8")
+            reply = json.loads(text)
+        except ValueError as error:  # UnicodeDecodeError and JSONDecodeError both
+            self._fail(cmd, seq, f"malformed JSON reply ({error}): {_preview(raw.decode('utf-8', errors='replace'))}", expected)
+        if not isinstance(reply, dict):
+            self._fail(cmd, seq, f"the reply is not a JSON object: {_preview(text)}", expected)
+        if "error" in reply:  # PROTO-14
+            try:
+                error_reply = ErrorReply.model_validate_json(text)
+            except ValidationError as error:
+                self._fail(cmd, seq, f"an error reply of the wrong shape ({_summary(error)}): {_preview(text)}", expected)
+            self._fail(cmd, seq, f"the implementation replied with an error: {error_reply.error!r}", expected)
+        reply_seq = reply.get("seq")
+        if type(reply_seq) is not int:
+            self._fail(cmd, seq, f"a reply of the wrong shape (no integer seq): {_preview(text)}", expected)
+        if reply_seq != seq:  # PROTO-2
+            self._fail(cmd, seq, f"a reply with the wrong seq {reply_seq} (expected seq {seq})", expected)
+        try:
+            return expect.validate_json(text)  # PROTO-16
+        except ValidationError as error:
+            self._fail(cmd, seq, f"a reply of the wrong shape ({_summary(error)}): {_preview(text)}", expected)
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.reply_timeout if timeout is None else timeout
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError."""
+        view = memoryview(data)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._stdin_fd, selectors.EVENT_WRITE)
+            while view:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                if not selector.select(remaining):
+                    continue
+                try:
+                    view = view[os.write(self._stdin_fd, view) :]
+                except BlockingIOError:
+                    continue
+
+    def _exited(self, when: str) -> str:
+        try:
+            status = self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return f"the process closed its stdout {when}"
+        if status < 0:
+            return f"the process was killed by signal {-status} {when}"
+        return f"the process exited with status {status} {when}"
+
+    def _fail(self, cmd: str, seq: int, problem: str, expected: str) -> NoReturn:
+        """PROTO-15: kill the process, then raise one line naming what went wrong."""
+        self._failed = problem
+        self._closed = True
+        self._kill()
+        raise AdapterFailure(self._message(cmd, seq, problem, expected))
+
+    def _message(self, cmd: str, seq: int, problem: str, expected: str) -> str:
+        lines = list(self._stderr)[-STDERR_SHOWN:]
+        stderr = " | ".join(lines) if lines else "(empty)"
+        return " ".join(f"{self.name}: {cmd} (seq {seq}): {problem}; expected {expected}; last stderr: {stderr}".split("\n"))
+
+    def _kill(self) -> None:
+        """Kill the process group, reap the process (no zombie), and let the reader threads end."""
+        process = self.process
+        if process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the leader is not reaped yet: its group id is still its own
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                process.kill()
+            except ProcessLookupError:
+                pass
+            process.wait()
+        for thread in getattr(self, "_threads", []):
+            thread.join(timeout=1.0)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self.process.stdin is not None:
+            try:
+                self.process.stdin.close()  # owns the fd that _write writes to
+            except OSError:
+                pass

@@ -1,0 +1,73 @@
+"""The reference itself as an Adapter, at the "state" level (PROTO-6, PROTO-17).
+
+It drives kvspec.reference exactly as the replay does (spec/replay.md): the prefix scan of
+REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, block by block.
+"""
+
+from kvspec.reference import FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
+from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
+
+from .interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
+
+
+class ReferenceAdapter:
+    """kvspec.reference behind the Adapter interface."""
+
+    identity: Identity = Identity(name="kvspec-reference", language="python", version=SPEC_VERSION)
+    level: Level = "state"
+
+    def __init__(self) -> None:
+        self._policy: Policy | None = None
+        self._block_size = 1
+
+    def _cache(self) -> Policy:
+        if self._policy is None:
+            raise KvspecError("PROTO-7: no cache is configured (configure first, or the last configure was refused)")
+        return self._policy
+
+    def configure(self, config: AdapterConfig) -> None:
+        """PROTO-7, PROTO-8: an empty cache, or ConfigRefused naming the clause that refuses it."""
+        self._policy = None  # PROTO-7: any earlier cache is gone, even when this one is refused
+        replay_config = ReplayConfig(
+            policy=config.policy,
+            capacity=config.capacity,
+            block_size=config.block_size,
+            small_ratio=config.small_ratio,
+            max_freq=config.max_freq,
+        )
+        try:
+            self._policy = make_policy(replay_config)
+        except ConfigError as error:
+            raise ConfigRefused(str(error)) from error
+        self._block_size = config.block_size
+
+    def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
+        """PROTO-9: REPLAY-PREFIX-1 to REPLAY-HIT-1; the residency checks change nothing."""
+        policy = self._cache()
+        if not hash_ids or input_length < 1:
+            raise KvspecError("PROTO-9: a request has at least one block and at least one token (REPLAY-TRACE-2)")
+        k = prefix_hit_blocks(hash_ids, policy.is_resident)
+        return hit_tokens(k, self._block_size, input_length)
+
+    def access(self, hash_ids: list[int]) -> None:
+        """PROTO-10: REPLAY-ACCESS-1, every block in order."""
+        policy = self._cache()
+        for h in hash_ids:
+            policy.access(h)
+
+    def resident_count(self) -> int:
+        """PROTO-11: REPLAY-RESULT-4."""
+        return self._cache().resident_count()
+
+    def snapshot(self) -> Snapshot:
+        """PROTO-12: the queues, head first; LRU's and FIFO's single queue in ``main`` with freq 0."""
+        policy = self._cache()
+        if isinstance(policy, S3FIFO):
+            return Snapshot(small=tuple(policy.small.items()), main=tuple(policy.main.items()), ghost=tuple(policy.ghost))
+        if isinstance(policy, LRU):
+            return Snapshot(main=tuple((h, 0) for h in policy.recency))
+        assert isinstance(policy, FIFO)
+        return Snapshot(main=tuple((h, 0) for h in policy.arrival))
+
+    def close(self) -> None:
+        self._policy = None

@@ -1,0 +1,105 @@
+"""The reference harness server: ``python -m kvspec.adapters.serve`` (PROTO-17).
+
+It speaks the adapter protocol (spec/adapter-protocol.md) on stdin and stdout, backed by
+ReferenceAdapter, so that the reference can be certified through the subprocess adapter kind
+like any other implementation. ``serve`` serves any Python Adapter the same way.
+"""
+
+import io
+import json
+import os
+import sys
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from .interface import Adapter, AdapterConfig, ConfigRefused
+from .protocol import (
+    PROTOCOL_VERSION,
+    REQUEST,
+    AccessRequest,
+    ConfigureRequest,
+    HitTokensRequest,
+    ResidentCountRequest,
+    SnapshotRequest,
+    StartRequest,
+    StopRequest,
+)
+from .reference import ReferenceAdapter
+
+
+def answer(adapter: Adapter, request: Any) -> dict[str, Any]:
+    """The reply to one request other than stop (PROTO-5 to PROTO-12)."""
+    seq = request.seq
+    if isinstance(request, StartRequest):  # PROTO-5, PROTO-6
+        identity = adapter.identity
+        return {
+            "seq": seq,
+            "protocol": PROTOCOL_VERSION,
+            "implementation": {"name": identity.name, "language": identity.language, "version": identity.version},
+            "level": adapter.level,
+            "policies": ["s3fifo", "lru", "fifo"],
+        }
+    if isinstance(request, ConfigureRequest):  # PROTO-7, PROTO-8
+        try:
+            adapter.configure(AdapterConfig(**request.config.model_dump()))
+        except ConfigRefused as refused:
+            return {"seq": seq, "ok": False, "refused": str(refused)}
+        return {"seq": seq, "ok": True}
+    if isinstance(request, HitTokensRequest):  # PROTO-9
+        return {"seq": seq, "hit_tokens": adapter.hit_tokens(list(request.hash_ids), request.input_length)}
+    if isinstance(request, AccessRequest):  # PROTO-10
+        adapter.access(list(request.hash_ids))
+        return {"seq": seq, "ok": True}
+    if isinstance(request, ResidentCountRequest):  # PROTO-11
+        return {"seq": seq, "resident_count": adapter.resident_count()}
+    assert isinstance(request, SnapshotRequest)  # PROTO-12
+    snapshot = adapter.snapshot()
+    return {
+        "seq": seq,
+        "small": [list(entry) for entry in snapshot.small],
+        "main": [list(entry) for entry in snapshot.main],
+        "ghost": list(snapshot.ghost),
+    }
+
+
+def serve(adapter: Adapter, stdin: IO[str], stdout: IO[str]) -> int:
+    """Answer requests until stop or end of input (PROTO-1, PROTO-2, PROTO-13); the exit status."""
+    for expected_seq, line in enumerate(stdin):
+        try:
+            request = REQUEST.validate_json(line)
+        except ValidationError as error:
+            reply: dict[str, Any] = {"seq": expected_seq, "error": f"PROTO-16: a request of the wrong shape: {error.errors()[:1]}"}
+        else:
+            if isinstance(request, StopRequest):  # PROTO-13: no reply
+                break
+            if request.seq != expected_seq:  # PROTO-2
+                reply = {"seq": request.seq, "error": f"PROTO-2: seq {request.seq}, expected {expected_seq}"}
+            elif expected_seq == 0 and not isinstance(request, StartRequest):  # PROTO-5
+                reply = {"seq": request.seq, "error": "PROTO-5: the first request must be start"}
+            else:
+                try:
+                    reply = answer(adapter, request)
+                except Exception as error:  # noqa: BLE001 -- PROTO-14: any internal failure is an error reply
+                    reply = {"seq": request.seq, "error": f"{type(error).__name__}: {error}"}
+        stdout.write(_dumps(reply) + "\n")
+        stdout.flush()
+    adapter.close()
+    return 0
+
+
+def _dumps(reply: dict[str, Any]) -> str:
+    return json.dumps(reply, separators=(",", ":"), allow_nan=False)
+
+
+def main() -> int:
+    # PROTO-1: stdout carries replies alone; anything else printed goes to stderr.
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    requests = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+    return serve(ReferenceAdapter(), requests, replies)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,356 @@
+"""The adapters (spec/adapter-protocol.md): the reference in-process, the reference harness server
+through the subprocess adapter, the wire models and their schemas, the adapter specs, and every
+way a deliberately wrong implementation (tests/fakes/) breaks the protocol."""
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from kvspec.adapters import load_adapter
+from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Snapshot
+from kvspec.adapters.process import ProcessAdapter
+from kvspec.adapters.protocol import (
+    CONFIGURE_REPLY,
+    REQUEST,
+    HitTokensReply,
+    HitTokensRequest,
+    RefusedReply,
+    SnapshotReply,
+    StartReply,
+    schema_texts,
+)
+from kvspec.adapters.reference import ReferenceAdapter
+from kvspec.reference import KvspecError
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = Path(__file__).resolve().parent / "fakes"
+SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
+CLAUSE_LINE = re.compile(r"^- \*\*(PROTO-\d+)\*\*", re.MULTILINE)
+
+
+def assert_gone(adapter: ProcessAdapter) -> None:
+    """Ended and reaped: no zombie is left for the pid."""
+    assert adapter.process.returncode is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(adapter.process.pid, os.WNOHANG)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[ProcessAdapter]:
+    """One reference harness server for the module (PROTO-4: started once, configured many times)."""
+    adapter = ProcessAdapter(SERVE)
+    yield adapter
+    adapter.close()
+
+
+# The spec's own discipline, for the PROTO clauses ------------------------------------------------
+
+
+def proto_clauses() -> list[str]:
+    return CLAUSE_LINE.findall((ROOT / "spec" / "adapter-protocol.md").read_text())
+
+
+def test_every_PROTO_clause_is_cited_by_the_adapters_and_named_by_a_test() -> None:
+    """Like tests/test_spec.py for the other specs: ids in order, each cited in adapters/ and
+    named literally here (in a test name or a docstring), and no id cited that the spec lacks."""
+    clauses = proto_clauses()
+    assert clauses == [f"PROTO-{n}" for n in range(1, len(clauses) + 1)]
+    code = set(re.findall(r"\bPROTO-\d+\b", "\n".join(p.read_text() for p in sorted((ROOT / "adapters").glob("*.py")))))
+    tests = set(re.findall(r"\bPROTO-\d+\b", Path(__file__).read_text().replace("_", "-")))
+    assert sorted(set(clauses) - code) == []
+    assert sorted(set(clauses) - tests) == []
+    assert sorted((code | tests) - set(clauses)) == []
+
+
+# The reference, in-process and through the harness server ---------------------------------------
+
+
+def small_traces(seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(12) for _ in range(rng.randrange(1, 6))] for _ in range(40)]
+
+
+CONFIGS = [
+    AdapterConfig("s3fifo", 10),
+    AdapterConfig("s3fifo", 8, block_size=16, small_ratio=0.25, max_freq=1),
+    AdapterConfig("lru", 5),
+    AdapterConfig("fifo", 5, block_size=7),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.policy}-{c.capacity}")
+def test_PROTO_17_the_harness_server_answers_as_the_reference_does(served: ProcessAdapter, config: AdapterConfig) -> None:
+    """PROTO-9, PROTO-10, PROTO-11 and PROTO-12 through the protocol, request by request,
+    against ReferenceAdapter."""
+    reference = ReferenceAdapter()
+    reference.configure(config)
+    served.configure(config)
+    for hash_ids in small_traces(config.capacity):
+        input_length = len(hash_ids) * config.block_size - 1 if config.block_size > 1 else len(hash_ids)
+        assert served.hit_tokens(hash_ids, input_length) == reference.hit_tokens(hash_ids, input_length)
+        served.access(hash_ids)
+        reference.access(hash_ids)
+        assert served.resident_count() == reference.resident_count()
+        assert served.snapshot() == reference.snapshot()
+    assert reference.resident_count() > 0
+
+
+def test_PROTO_5_PROTO_6_the_harness_server_introduces_itself(served: ProcessAdapter) -> None:
+    assert served.identity == ReferenceAdapter.identity
+    assert served.level == "state"
+    assert served.policies == ("s3fifo", "lru", "fifo")
+
+
+def test_PROTO_8_a_refused_config_is_refused_alike_and_drops_the_earlier_cache(served: ProcessAdapter) -> None:
+    """PROTO-7: any earlier cache is gone, also when the config is refused."""
+    reference = ReferenceAdapter()
+    for adapter in (reference, served):
+        adapter.configure(AdapterConfig("lru", 4))
+        adapter.access([1, 2])
+        with pytest.raises(ConfigRefused, match="S3-CONF-5") as refused:
+            adapter.configure(AdapterConfig("s3fifo", 5))
+        with pytest.raises(ConfigRefused, match="REPLAY-CONF-1"):
+            adapter.configure(AdapterConfig("fifo", 0))
+        assert str(refused.value).startswith("S3-CONF-5: capacity 5")
+    with pytest.raises(KvspecError, match="PROTO-7: no cache"):
+        reference.resident_count()
+    unconfigured = ProcessAdapter(SERVE)
+    with pytest.raises(
+        AdapterFailure, match="resident_count .seq 1.: the implementation replied with an error: .KvspecError: PROTO-7: no cache"
+    ):
+        unconfigured.resident_count()
+    assert_gone(unconfigured)
+
+
+def test_PROTO_9_hit_tokens_changes_nothing(served: ProcessAdapter) -> None:
+    """PROTO-10 then PROTO-9: the clamp of REPLAY-HIT-1, and the same snapshot before and after."""
+    for adapter in (ReferenceAdapter(), served):
+        adapter.configure(AdapterConfig("lru", 10, block_size=4))
+        adapter.access([5, 6, 7])
+        assert adapter.hit_tokens([5, 6, 8], 9) == 8
+        assert adapter.hit_tokens([5, 6, 7], 9) == 9  # clamped to input_length
+        assert adapter.hit_tokens([9, 5], 5) == 0
+        assert adapter.snapshot() == Snapshot(main=((5, 0), (6, 0), (7, 0)))  # 5 and 6 were not requeued
+        adapter.configure(AdapterConfig("s3fifo", 10, block_size=4))
+        adapter.access([5, 6, 7])
+        before = adapter.snapshot()
+        assert before == Snapshot(small=((7, 0),), ghost=(5, 6))
+        assert adapter.hit_tokens([7], 3) == 3 and adapter.hit_tokens([5, 7], 8) == 0  # the ghost is not resident
+        assert adapter.snapshot() == before  # 7's freq was not raised
+
+
+def test_PROTO_11_the_resident_count_leaves_out_the_ghost() -> None:
+    adapter = ReferenceAdapter()
+    adapter.configure(AdapterConfig("s3fifo", 10))
+    adapter.access([1, 2, 3])
+    assert adapter.snapshot().ghost == (1, 2)
+    assert adapter.resident_count() == 1
+
+
+def test_PROTO_12_snapshots_of_lru_and_fifo_use_main_with_freq_0() -> None:
+    for policy, expected in (("lru", ((2, 0), (3, 0), (1, 0))), ("fifo", ((1, 0), (2, 0), (3, 0)))):
+        adapter = ReferenceAdapter()
+        adapter.configure(AdapterConfig(policy, 3))
+        adapter.access([1, 2, 3, 1])
+        assert adapter.snapshot() == Snapshot(main=expected)
+
+
+def test_PROTO_13_stop_ends_the_server_with_status_0() -> None:
+    adapter = ProcessAdapter(SERVE)
+    adapter.configure(AdapterConfig("fifo", 2))
+    adapter.close()
+    assert adapter.process.returncode == 0
+    adapter.close()  # idempotent
+    with pytest.raises(AdapterFailure, match="closed"):
+        adapter.resident_count()
+
+
+def test_PROTO_1_PROTO_2_the_server_refuses_requests_out_of_turn() -> None:
+    """The harness server's own side of PROTO-2, PROTO-5 and PROTO-16, fed raw lines."""
+    lines = [
+        {"cmd": "resident_count", "seq": 0},
+        {"cmd": "start", "seq": 5, "protocol": 1},
+        {"cmd": "start", "seq": 2, "protocol": 1, "extra": 1},
+        {"cmd": "start", "seq": 3, "protocol": 1},
+        {"cmd": "stop", "seq": 4},
+    ]
+    done = subprocess.run(
+        SERVE, check=False, input="".join(json.dumps(line) + "\n" for line in lines), capture_output=True, text=True, timeout=20
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0
+    assert [sorted(reply) for reply in replies] == [["error", "seq"]] * 3 + [["implementation", "level", "policies", "protocol", "seq"]]
+    assert "PROTO-5" in replies[0]["error"] and "PROTO-2" in replies[1]["error"] and "PROTO-16" in replies[2]["error"]
+
+
+# The wire models and their schemas -------------------------------------------------------------
+
+
+def test_PROTO_16_the_checked_in_schemas_are_what_the_models_generate() -> None:
+    folder = ROOT / "spec" / "schemas" / "adapter"
+    expected = schema_texts()
+    assert sorted(p.name for p in folder.glob("*.schema.json")) == sorted(expected)
+    for name, text in expected.items():
+        assert (folder / name).read_text(encoding="utf-8") == text, f"regenerate: python -m kvspec.adapters.protocol --write {folder}"
+    assert schema_texts() == expected  # deterministic
+    documented = (ROOT / "spec" / "adapter-protocol.md").read_text()
+    assert [name for name in expected if f"schemas/adapter/{name})" not in documented] == []
+
+
+def test_PROTO_16_replies_are_strict() -> None:
+    assert HitTokensReply.model_validate_json('{"seq": 1, "hit_tokens": 3}').hit_tokens == 3
+    for bad in (
+        '{"seq": 1, "hit_tokens": "3"}',
+        '{"seq": 1, "hit_tokens": 3.0}',
+        '{"seq": 1, "hit_tokens": 3, "x": 0}',
+        '{"seq": 1}',
+        '{"seq": 1, "hit_tokens": true}',
+    ):
+        with pytest.raises(ValidationError):
+            HitTokensReply.model_validate_json(bad)
+    assert isinstance(CONFIGURE_REPLY.validate_json('{"seq": 2, "ok": false, "refused": "S3-CONF-5"}'), RefusedReply)
+    with pytest.raises(ValidationError):
+        CONFIGURE_REPLY.validate_json('{"seq": 2, "ok": false}')
+    with pytest.raises(ValidationError):
+        StartReply.model_validate_json(
+            '{"seq": 0, "protocol": 1, "implementation": {"name": "a", "language": "b", "version": "c"}, "level": "state", "policies": []}'
+        )
+
+
+def test_PROTO_3_hash_ids_are_signed_64_bit_and_counts_are_not_negative() -> None:
+    extremes = [-(2**63), 2**63 - 1]
+    assert (
+        SnapshotReply.model_validate_json(json.dumps({"seq": 0, "small": [[extremes[0], 0]], "main": [], "ghost": extremes})).ghost
+        == extremes
+    )
+    for bad in ([2**63], [-(2**63) - 1], []):
+        with pytest.raises(ValidationError):
+            HitTokensRequest.model_validate_json(json.dumps({"cmd": "hit_tokens", "seq": 0, "hash_ids": bad, "input_length": 1}))
+    with pytest.raises(ValidationError):
+        HitTokensReply.model_validate_json('{"seq": 0, "hit_tokens": -1}')
+    with pytest.raises(ValidationError):
+        SnapshotReply.model_validate_json('{"seq": 0, "small": [[1, -1]], "main": [], "ghost": []}')
+
+
+def test_PROTO_2_every_request_needs_its_cmd_and_seq() -> None:
+    """The union tag has no default: a request without cmd is refused."""
+    assert REQUEST.validate_json('{"cmd": "snapshot", "seq": 4}').seq == 4
+    for bad in ('{"seq": 4}', '{"cmd": "snapshot"}', '{"cmd": "flush", "seq": 4}', '{"cmd": "snapshot", "seq": -1}'):
+        with pytest.raises(ValidationError):
+            REQUEST.validate_json(bad)
+
+
+def test_PROTO_8_the_config_carries_the_values_the_clauses_refuse() -> None:
+    request = REQUEST.validate_json(
+        '{"cmd": "configure", "seq": 1, "config": {"policy": "s3fifo", "capacity": 0, "block_size": -1, "small_ratio": 1, "max_freq": -1}}'
+    )
+    assert request.config.capacity == 0 and request.config.max_freq == -1 and request.config.small_ratio == 1.0
+
+
+def test_PROTO_8_a_config_json_cannot_carry_is_a_kvspec_error(served: ProcessAdapter) -> None:
+    with pytest.raises(KvspecError, match="cannot be sent"):
+        served.configure(AdapterConfig("s3fifo", 10, small_ratio=float("nan")))
+
+
+# Adapter specs --------------------------------------------------------------------------------
+
+
+def test_PROTO_18_adapter_specs() -> None:
+    assert isinstance(load_adapter("reference"), ReferenceAdapter)
+    loaded = load_adapter("python:kvspec.adapters.reference:ReferenceAdapter")
+    assert isinstance(loaded, ReferenceAdapter)
+    loaded.configure(AdapterConfig("lru", 2))
+    loaded.access([1, 2, 3])
+    assert loaded.resident_count() == 2
+    command = load_adapter(f"cmd:{sys.executable} '{FAKES / 'fakelib.py'}'")
+    assert isinstance(command, ProcessAdapter) and command.identity.name == "fake"
+    command.close()
+    assert command.process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("", "is not one of"),
+        ("refrence", "is not one of"),
+        ("exe:prog", "is not one of"),
+        ("cmd:", "names no program"),
+        ("cmd:prog 'unclosed", "cannot be split"),
+        ("python:kvspec.adapters.reference", "is not python:module:factory"),
+        ("python::ReferenceAdapter", "is not python:module:factory"),
+        ("python:kvspec.no_such_module:make", "cannot import kvspec.no_such_module"),
+        ("python:kvspec.adapters.reference:NoSuchFactory", "no callable NoSuchFactory"),
+        ("python:kvspec.adapters.interface:Snapshot", "not an Adapter"),
+    ],
+)
+def test_PROTO_18_a_bad_adapter_spec_is_a_kvspec_error(spec: str, message: str) -> None:
+    with pytest.raises(KvspecError, match=re.escape(message)):
+        load_adapter(spec)
+
+
+def test_PROTO_15_a_program_that_cannot_start_is_a_failure() -> None:
+    with pytest.raises(AdapterFailure, match="could not start"):
+        load_adapter("cmd:/nonexistent/kvspec-implementation --flag")
+
+
+# Deliberately wrong implementations (PROTO-15) ---------------------------------------------------
+
+
+def drive(adapter: ProcessAdapter) -> None:
+    adapter.configure(AdapterConfig("lru", 8))
+    adapter.hit_tokens([1, 2], 1000)
+    adapter.access([1, 2])
+    adapter.resident_count()
+    adapter.snapshot()
+    adapter.close()
+
+
+WRONG = [
+    (
+        "crash_at_start",
+        r"start \(seq 0\): the process exited with status 1 before replying; expected the start reply; last stderr: .*RuntimeError: fake crash at start",
+    ),
+    ("exit_after_configure", r"hit_tokens \(seq 2\): the process exited with status 0 before replying; .*last stderr: fake: leaving early"),
+    (
+        "hang_on_hit_tokens",
+        r"hit_tokens \(seq 2\): no reply within 2 s \(hung\?\); expected a hit_tokens reply .*last stderr: fake: thinking forever",
+    ),
+    ("malformed_json", r"hit_tokens \(seq 2\): malformed JSON reply .*'\{\"seq\": 2, \"hit_tokens\":'"),
+    ("wrong_seq", r"hit_tokens \(seq 2\): a reply with the wrong seq 3 \(expected seq 2\)"),
+    (
+        "wrong_shape",
+        r"hit_tokens \(seq 2\): a reply of the wrong shape \(hit_tokens: Input should be a valid integer; cached: Extra inputs",
+    ),
+    ("error_reply", r"access \(seq 3\): the implementation replied with an error: 'fake: out of blocks'; expected an access reply"),
+    ("garbage_before_first_reply", r"start \(seq 0\): malformed JSON reply .*'fake: loading the cache...'; expected the start reply"),
+    ("wrong_protocol_version", r"start \(seq 0\): it speaks protocol 2, kvspec speaks protocol 1"),
+    ("ignore_stop", r"stop \(seq 6\): the process did not exit within 2 s of stop; expected exit status 0"),
+]
+
+
+@pytest.mark.parametrize("name, message", WRONG, ids=[name for name, _ in WRONG])
+def test_PROTO_15_a_wrong_implementation_is_a_failure_and_is_killed(name: str, message: str) -> None:
+    """PROTO-1, PROTO-2, PROTO-5, PROTO-13, PROTO-14, PROTO-16 broken one at a time: one line
+    naming the command, the request and what went wrong, fast, and no process left behind."""
+    adapter = ProcessAdapter.__new__(ProcessAdapter)  # kept, since a failed start raises from __init__
+    began = time.monotonic()
+    with pytest.raises(AdapterFailure) as failure:
+        adapter.__init__([sys.executable, str(FAKES / f"{name}.py")], reply_timeout=2.0, start_timeout=5.0)  # type: ignore[misc]
+        drive(adapter)
+    assert time.monotonic() - began < 5
+    text = str(failure.value)
+    assert "\n" not in text
+    assert text.startswith(f"{sys.executable} {FAKES / name}.py: ")
+    assert re.search(message, text), text
+    assert_gone(adapter)
+    with pytest.raises(AdapterFailure, match="already failed|closed"):
+        adapter.resident_count()
