@@ -10,6 +10,15 @@ from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 from .interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
 
 
+def snapshot_of(policy: Policy) -> Snapshot:
+    """PROTO-12: a reference cache's queues, head first; LRU's and FIFO's one queue in ``main``, freq 0."""
+    if isinstance(policy, S3FIFO):
+        return Snapshot(small=tuple(policy.small.items()), main=tuple(policy.main.items()), ghost=tuple(policy.ghost))
+    if isinstance(policy, LRU):
+        return Snapshot(main=tuple((h, 0) for h in policy.recency))
+    assert isinstance(policy, FIFO)
+    return Snapshot(main=tuple((h, 0) for h in policy.arrival))
+
 class ReferenceAdapter:
     """kvspec.reference behind the Adapter interface."""
 
@@ -60,14 +69,8 @@ class ReferenceAdapter:
         return self._cache().resident_count()
 
     def snapshot(self) -> Snapshot:
-        """PROTO-12: the queues, head first; LRU's and FIFO's single queue in ``main`` with freq 0."""
-        policy = self._cache()
-        if isinstance(policy, S3FIFO):
-            return Snapshot(small=tuple(policy.small.items()), main=tuple(policy.main.items()), ghost=tuple(policy.ghost))
-        if isinstance(policy, LRU):
-            return Snapshot(main=tuple((h, 0) for h in policy.recency))
-        assert isinstance(policy, FIFO)
-        return Snapshot(main=tuple((h, 0) for h in policy.arrival))
+        """PROTO-12: the queues, head first."""
+        return snapshot_of(self._cache())
 
     def close(self) -> None:
         self._policy = None

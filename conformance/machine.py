@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
+from kvspec.adapters.reference import snapshot_of
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
 
@@ -32,14 +33,6 @@ class Conversations:
         ids = list(range(self.next_id, self.next_id + n))
         self.next_id += n
         return ids
-
-
-def reference_snapshot(policy: Policy) -> Snapshot:
-    """The reference's queues in the adapter protocol's shape."""
-    if hasattr(policy, "small"):
-        return Snapshot(tuple(policy.small.items()), tuple(policy.main.items()), tuple(policy.ghost))  # type: ignore[attr-defined]
-    queue = policy.recency if hasattr(policy, "recency") else policy.arrival  # type: ignore[attr-defined]
-    return Snapshot(main=tuple((h, 0) for h in queue))
 
 
 def snapshot_clause(expected: Snapshot, actual: Snapshot) -> str:
@@ -158,7 +151,7 @@ class CertificationMachine(RuleBasedStateMachine):
         """At the state level, every queue in order, with its freqs."""
         if self.reference is None or self.adapter.level != "state":
             return
-        expected, actual = reference_snapshot(self.reference), self.adapter.snapshot()
+        expected, actual = snapshot_of(self.reference), self.adapter.snapshot()
         if expected != actual:
             raise Divergence(f"{snapshot_clause(expected, actual)}: after request {self.number}: expected {expected}, got {actual}")
 

@@ -18,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
+from kvspec.adapters.reference import snapshot_of
 from kvspec.conformance import mutants
 from kvspec.conformance.mutants import FACTORIES, MUTANTS, CanonicalS3FIFO, canonical
-from kvspec.reference import FIFO, LRU, S3FIFO, ConfigError, ReplayConfig, TraceFile, bundled_trace_path, make_policy, replay_request
+from kvspec.reference import ConfigError, ReplayConfig, TraceFile, bundled_trace_path, make_policy, replay_request
 
 Request = tuple[list[int], int]  # (hash_ids, input_length)
 Observation = tuple[int, int, Snapshot]  # (hit tokens, resident count, snapshot)
@@ -30,15 +31,6 @@ SPEC = Path(__file__).resolve().parent.parent / "spec" / "s3fifo.md"
 def blocks(*requests: list[int]) -> list[Request]:
     """Requests of one-token blocks (block_size 1): hit tokens count hit blocks."""
     return [(hash_ids, len(hash_ids)) for hash_ids in requests]
-
-
-def reference_snapshot(policy: Any) -> Snapshot:
-    if isinstance(policy, S3FIFO):
-        return Snapshot(small=tuple(policy.small.items()), main=tuple(policy.main.items()), ghost=tuple(policy.ghost))
-    if isinstance(policy, LRU):
-        return Snapshot(main=tuple((h, 0) for h in policy.recency))
-    assert isinstance(policy, FIFO)
-    return Snapshot(main=tuple((h, 0) for h in policy.arrival))
 
 
 def observe_reference(config: AdapterConfig, trace: list[Request]) -> list[Observation]:
@@ -54,7 +46,7 @@ def observe_reference(config: AdapterConfig, trace: list[Request]) -> list[Obser
     observed = []
     for hash_ids, input_length in trace:
         hit = replay_request(policy, hash_ids, input_length, config.block_size)
-        observed.append((hit, policy.resident_count(), reference_snapshot(policy)))
+        observed.append((hit, policy.resident_count(), snapshot_of(policy)))
     return observed
 
 
