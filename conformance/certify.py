@@ -28,6 +28,7 @@ class Outcome:
     examples_per_second: float
     message: str = ""
     steps: str = ""
+    divergence: Divergence | None = None
 
 
 def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_value: int = 0) -> Outcome:
@@ -48,5 +49,7 @@ def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_v
             run_state_machine_as_test(machine, settings=chosen)
     except (Divergence, AdapterFailure) as failure:
         rate = machine.examples / (time.perf_counter() - started)
-        return Outcome(policy, False, rate, str(failure), "\n".join(reported))
+        divergence = failure if isinstance(failure, Divergence) else None
+        steps = [*getattr(failure, "__notes__", []), *reported]  # Hypothesis attaches the shrunk steps as notes
+        return Outcome(policy, False, rate, str(failure), "\n".join(steps), divergence)
     return Outcome(policy, True, machine.examples / (time.perf_counter() - started))

@@ -11,6 +11,7 @@ from kvspec.reference.trace import TraceRecord
 from .certify import PROFILES, certify_policy
 from .output import written_whole
 from .progress import Progress
+from .report import build_report, write_report
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
 
 
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--policy", dest="policies", action="append", choices=POLICIES, help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
     check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
+    check.add_argument("--report", type=Path, help="write report.json, report.md and each shrunk counterexample to this folder")
     check.set_defaults(handler=run_certify)
     return parser
 
@@ -155,6 +157,9 @@ def run_certify(args: argparse.Namespace) -> int:
     try:
         policies = args.policies or [p for p in POLICIES if p in getattr(adapter, "policies", POLICIES)]
         outcomes = [certify_policy(adapter, policy, args.profile, args.seed) for policy in policies]
+        if args.report is not None:
+            args.report.mkdir(parents=True, exist_ok=True)
+            write_report(build_report(args.adapter, adapter, args.profile, args.seed, outcomes, args.report), args.report)
     finally:
         adapter.close()
     identity = adapter.identity

@@ -19,7 +19,19 @@ from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
 
 
 class Divergence(AssertionError):
-    """The implementation and the reference disagree; the message names the clause."""
+    """The implementation and the reference disagree. The message starts with the clauses; the
+    fields carry what a report needs: the request (1-based; 0 for the configuration), expected
+    and actual values, the configuration, and the trace up to and including that request."""
+
+    def __init__(self, clauses: str, detail: str, *, request: int, expected: object, actual: object,
+                 config: AdapterConfig | None, trace: list[tuple[list[int], int]]) -> None:
+        super().__init__(f"{clauses}: {detail}")
+        self.clauses = tuple(clause.strip() for clause in clauses.split(","))
+        self.request = request
+        self.expected = repr(expected)
+        self.actual = repr(actual)
+        self.config = config
+        self.trace = list(trace)
 
 
 @dataclass
@@ -35,13 +47,17 @@ class Conversations:
         return ids
 
 
-def snapshot_clause(expected: Snapshot, actual: Snapshot) -> str:
+def snapshot_clause(policy: str, expected: Snapshot, actual: Snapshot) -> str:
     """The clauses a queue difference points at first."""
+    if policy == "lru":
+        return "LRU-ACCESS-1, LRU-EVICT-1, LRU-ADMIT-1"
+    if policy == "fifo":
+        return "FIFO-ACCESS-1, FIFO-EVICT-1, FIFO-ADMIT-1"
     if expected.small != actual.small:
-        return "S3-ADMIT-S-1 to S3-ADMIT-S-4, S3-ACCESS-1, S3-FREQ-2"
+        return "S3-ADMIT-S-1, S3-ADMIT-S-2, S3-ADMIT-S-3, S3-ADMIT-S-4, S3-ACCESS-1, S3-FREQ-2"
     if expected.main != actual.main:
-        return "S3-ADMIT-M-1 to S3-ADMIT-M-4, S3-ACCESS-2, LRU-ACCESS-1, FIFO-ACCESS-1"
-    return "S3-GHOST-1 to S3-GHOST-3, S3-ACCESS-3"
+        return "S3-ADMIT-M-1, S3-ADMIT-M-2, S3-ADMIT-M-3, S3-ADMIT-M-4, S3-ACCESS-2"
+    return "S3-GHOST-1, S3-GHOST-2, S3-GHOST-3, S3-ACCESS-3"
 
 
 def config_strategy(policy: str) -> st.SearchStrategy[AdapterConfig]:
@@ -72,6 +88,10 @@ class CertificationMachine(RuleBasedStateMachine):
         self.config: AdapterConfig | None = None
         self.conversations = Conversations()
         self.number = 0
+        self.trace: list[tuple[list[int], int]] = []
+
+    def diverge(self, clauses: str, detail: str, expected: object, actual: object) -> Divergence:
+        return Divergence(clauses, detail, request=self.number, expected=expected, actual=actual, config=self.config, trace=self.trace)
 
     @initialize(data=st.data())
     def configure(self, data: st.DataObject) -> None:
@@ -88,9 +108,9 @@ class CertificationMachine(RuleBasedStateMachine):
         except ConfigRefused:
             accepted = False
         if refused_by is not None and accepted:
-            raise Divergence(f"{refused_by}: the configuration {config} must be refused, and the implementation accepted it")
+            raise self.diverge(refused_by, f"the configuration {config} must be refused, and the implementation accepted it", "refused", "accepted")
         if refused_by is None and not accepted:
-            raise Divergence(f"S3-CONF-1 to S3-CONF-6, REPLAY-CONF-1: the configuration {config} is valid, and the implementation refused it")
+            raise self.diverge("S3-CONF-5, REPLAY-CONF-1", f"the configuration {config} is valid, and the implementation refused it", "accepted", "refused")
         if refused_by is not None:
             self.reference = None
 
@@ -110,15 +130,16 @@ class CertificationMachine(RuleBasedStateMachine):
         block_size = self.config.block_size
         input_length = (len(hash_ids) - 1) * block_size + 1 + tokens % block_size
         self.number += 1
+        self.trace.append((hash_ids, input_length))
         where = f"request {self.number} (hash_ids {hash_ids}, input_length {input_length})"
         expected = hit_tokens(prefix_hit_blocks(hash_ids, self.reference.is_resident), block_size, input_length)
         state_level = self.adapter.level == "state"
         before = self.adapter.snapshot() if state_level else None
         actual = self.adapter.hit_tokens(hash_ids, input_length)
         if actual != expected:
-            raise Divergence(f"REPLAY-PREFIX-1, REPLAY-PREFIX-2, REPLAY-HIT-1: {where}: expected {expected} hit tokens, got {actual}")
+            raise self.diverge("REPLAY-PREFIX-1, REPLAY-PREFIX-2, REPLAY-HIT-1", f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
         if state_level and self.adapter.snapshot() != before:
-            raise Divergence(f"REPLAY-PREFIX-3, REPLAY-POLICY-1: {where}: the hit-token check changed the cache")
+            raise self.diverge("REPLAY-PREFIX-3, REPLAY-POLICY-1", f"{where}: the hit-token check changed the cache", before, self.adapter.snapshot())
         for h in hash_ids:
             self.reference.access(h)
         self.adapter.access(hash_ids)
@@ -144,7 +165,7 @@ class CertificationMachine(RuleBasedStateMachine):
             return
         expected, actual = self.reference.resident_count(), self.adapter.resident_count()
         if expected != actual:
-            raise Divergence(f"REPLAY-RESULT-4, S3-FINAL-1: after request {self.number}: expected {expected} resident blocks, got {actual}")
+            raise self.diverge("REPLAY-RESULT-4, S3-FINAL-1", f"after request {self.number}: expected {expected} resident blocks, got {actual}", expected, actual)
 
     @invariant()
     def queues_agree(self) -> None:
@@ -153,7 +174,7 @@ class CertificationMachine(RuleBasedStateMachine):
             return
         expected, actual = snapshot_of(self.reference), self.adapter.snapshot()
         if expected != actual:
-            raise Divergence(f"{snapshot_clause(expected, actual)}: after request {self.number}: expected {expected}, got {actual}")
+            raise self.diverge(snapshot_clause(self.policy, expected, actual), f"after request {self.number}: expected {expected}, got {actual}", expected, actual)
 
 
 def machine_for(adapter: Adapter, policy: str) -> type[CertificationMachine]:

@@ -1,0 +1,168 @@
+"""The certification report: JSON (schema: spec/schemas/certification-report.schema.json) and
+Markdown, with each counterexample saved as a Mooncake trace that `kvspec replay` replays."""
+
+import json
+import shlex
+import sys
+from importlib.metadata import version
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kvspec.adapters.interface import Adapter, AdapterConfig
+from kvspec.reference import SPEC_VERSION
+
+from .certify import Outcome
+from .output import written_whole
+
+INT64_MAX = 2**63 - 1
+
+# The clauses the certification machine checks (conformance/machine.py cites each where it
+# raises); a policy's verdict covers the REPLAY clauses and its own.
+CHECKED_CLAUSES = (
+    "REPLAY-CONF-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3", "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-RESULT-4",
+    "S3-CONF-5", "S3-ACCESS-1", "S3-ACCESS-2", "S3-ACCESS-3", "S3-FREQ-2", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3",
+    "S3-ADMIT-S-4", "S3-ADMIT-M-1", "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3",
+    "S3-FINAL-1", "LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
+)
+OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}
+
+
+class Failure(BaseModel):
+    """The first divergence of the shrunk run."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    clauses: list[str]
+    message: str
+    request: int = Field(ge=0, le=INT64_MAX, description="1-based request number; 0 means the configuration itself")
+    expected: str
+    actual: str
+    config: dict[str, str | int | float] | None
+    trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, beside the report")
+    replay_command: str | None = Field(description="what the spec expects on that trace: the reference's replay")
+    steps: str
+
+
+class PolicyVerdict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    policy: Literal["s3fifo", "lru", "fifo"]
+    conforms: bool
+    examples_per_second: float
+    clauses: dict[str, Literal["pass", "fail"]]
+    failure: Failure | None
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    kvspec_version: str
+    spec_version: str
+    adapter: str
+    implementation: dict[str, str]
+    level: Literal["results", "state"]
+    profile: str
+    seed: int
+    conforms: bool
+    policies: list[PolicyVerdict]
+
+
+def clauses_for(policy: str, failed: tuple[str, ...]) -> dict[str, Literal["pass", "fail"]]:
+    relevant = [c for c in CHECKED_CLAUSES if c.startswith("REPLAY-") or c.startswith(OWN_PREFIX[policy])]
+    return {clause: ("fail" if clause in failed else "pass") for clause in relevant}
+
+
+def trace_lines(trace: list[tuple[list[int], int]]) -> str:
+    return "".join(
+        json.dumps({"timestamp": 0, "input_length": length, "output_length": 0, "hash_ids": hashes}) + "\n" for hashes, length in trace
+    )
+
+
+def replay_command(config: AdapterConfig, trace_file: Path) -> str:
+    words = ["kvspec", "replay", str(trace_file), "--policy", config.policy, "--capacity", str(config.capacity),
+             "--block-size", str(config.block_size), "--per-request"]
+    if config.policy == "s3fifo":
+        words += ["--small-ratio", repr(config.small_ratio), "--max-freq", str(config.max_freq)]
+    return shlex.join(words)
+
+
+def failure_of(outcome: Outcome, directory: Path) -> Failure | None:
+    divergence = outcome.divergence
+    if outcome.conforms:
+        return None
+    trace_file = command = None
+    config = None
+    clauses: tuple[str, ...] = ()
+    request = 0
+    expected = actual = ""
+    if divergence is not None:
+        clauses, request, expected, actual = divergence.clauses, divergence.request, divergence.expected, divergence.actual
+        if divergence.config is not None:
+            config = {k: v for k, v in vars(divergence.config).items()}
+            if divergence.trace:
+                path = directory / f"{outcome.policy}-counterexample.jsonl"
+                with written_whole(path) as temporary:
+                    temporary.write_text(trace_lines(divergence.trace))
+                trace_file, command = path.name, replay_command(divergence.config, path)
+    return Failure(clauses=list(clauses), message=outcome.message, request=request, expected=expected, actual=actual,
+                   config=config, trace_file=trace_file, replay_command=command, steps=outcome.steps)
+
+
+def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: int, outcomes: list[Outcome], directory: Path) -> Report:
+    verdicts = [
+        PolicyVerdict(
+            policy=outcome.policy,  # type: ignore[arg-type]
+            conforms=outcome.conforms,
+            examples_per_second=outcome.examples_per_second,
+            clauses=clauses_for(outcome.policy, outcome.divergence.clauses if outcome.divergence else ()),
+            failure=failure_of(outcome, directory),
+        )
+        for outcome in outcomes
+    ]
+    identity = adapter.identity
+    return Report(
+        kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, adapter=adapter_spec,
+        implementation={"name": identity.name, "language": identity.language, "version": identity.version},
+        level=adapter.level, profile=profile, seed=seed_value, conforms=all(v.conforms for v in verdicts), policies=verdicts,
+    )
+
+
+def markdown(report: Report) -> str:
+    impl = report.implementation
+    lines = [
+        f"# kvspec certification: {impl['name']} {impl['version']} ({impl['language']})", "",
+        f"- verdict: **{'conforms' if report.conforms else 'does not conform'}**",
+        f"- adapter: `{report.adapter}` (level {report.level})",
+        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, profile {report.profile}, seed {report.seed}", "",
+    ]
+    for verdict in report.policies:
+        lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}", "",
+                  f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]
+        lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
+        if verdict.failure is not None:
+            failure = verdict.failure
+            lines += ["", "### First divergence", "", f"- clauses: {', '.join(failure.clauses) or '(none: the adapter failed)'}",
+                      f"- at: {'the configuration' if failure.request == 0 else f'request {failure.request}'}",
+                      f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`", f"- configuration: `{failure.config}`"]
+            if failure.trace_file:
+                lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
+            lines += ["", "```", failure.message, "", failure.steps, "```"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(report: Report, directory: Path) -> None:
+    with written_whole(directory / "report.json") as temporary:
+        temporary.write_text(report.model_dump_json(indent=2) + "\n")
+    with written_whole(directory / "report.md") as temporary:
+        temporary.write_text(markdown(report))
+
+
+def write_schema(path: Path) -> None:
+    path.write_text(json.dumps(Report.model_json_schema(), indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write_schema(Path(sys.argv[1]))
