@@ -1,0 +1,174 @@
+"""`kvspec certify` inside an implementer's own test suite: a pytest plugin (entry point pytest11).
+
+    pytest --kvspec-adapter=SPEC [--kvspec-policy=P ...] [--kvspec-profile=quick|thorough] [--kvspec-seed=N]
+
+adds one test item a policy, ``kvspec-certify[P]``, that fails with the verdict (the clause) and
+the shrunk steps when the implementation does not conform. The adapter is loaded once a session
+and closed at its end. Without --kvspec-adapter the plugin does nothing.
+
+Every pytest run imports this module, before any conftest.py: it must not import kvspec.reference
+(nor kvspec.adapters or kvspec.conformance.certify, which import it) at module level, or the
+reference would be imported before a conftest could set KVSPEC_CONTRACTS, and before typeguard's
+import hook is installed. They are imported inside the hooks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from kvspec.adapters.interface import Adapter
+    from kvspec.conformance.certify import Outcome
+
+PROFILE_NAMES = ("quick", "thorough")  # the keys of conformance/certify.py's PROFILES (tests/test_plugin.py)
+
+
+class Session:
+    """The adapter of a pytest session: loaded on first use, closed once at the end."""
+
+    def __init__(self, spec: str, policies: list[str], profile: str, seed: int) -> None:
+        self.spec = spec
+        self.policies = policies
+        self.profile = profile
+        self.seed = seed
+        self._adapter: Adapter | None = None
+        self._error: str | None = None
+
+    def adapter(self) -> Adapter:
+        if self._error is not None:
+            raise CertifyError(self._error)
+        if self._adapter is None:
+            from kvspec.adapters import load_adapter
+            from kvspec.reference import KvspecError
+
+            try:
+                self._adapter = load_adapter(self.spec)
+            except KvspecError as error:
+                self._error = f"kvspec: cannot load adapter {self.spec!r}: {error}"
+                raise CertifyError(self._error) from None
+        return self._adapter
+
+    def close(self) -> None:
+        if self._adapter is not None:
+            adapter, self._adapter = self._adapter, None
+            adapter.close()
+
+
+SESSION_KEY = pytest.StashKey[Session]()
+
+
+class CertifyError(Exception):
+    """A verdict or a load failure, reported as its text alone (no traceback into the plugin)."""
+
+
+class NonConformance(CertifyError):
+    def __init__(self, outcome: Outcome, header: str) -> None:
+        self.outcome = outcome
+        steps = "\n".join(f"  {line}" for line in outcome.steps.splitlines())
+        super().__init__(f"{outcome.policy}: DOES NOT CONFORM: {outcome.message}\n{header}\nshrunk steps:\n{steps}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kvspec", "kvspec certification (kvspec certify as test items)")
+    group.addoption(
+        "--kvspec-adapter",
+        metavar="SPEC",
+        help="certify this implementation: reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)",
+    )
+    group.addoption(
+        "--kvspec-policy",
+        dest="kvspec_policies",
+        action="append",
+        metavar="POLICY",
+        help="a policy to certify, s3fifo, lru or fifo (repeatable; default: all the adapter offers)",
+    )
+    group.addoption(
+        "--kvspec-profile", choices=PROFILE_NAMES, default="quick", help="quick (CI) or thorough (certification); default quick"
+    )
+    group.addoption("--kvspec-seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before typeguard's pytest_configure
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest imports this module before typeguard's pytest_configure runs, which puts the namespace
+    # package kvspec in sys.modules, so `--typeguard-packages=kvspec` would warn that it cannot check
+    # kvspec. It can: its import hook still instruments every kvspec module imported after it (the
+    # reference, the adapters, the certification); only this module and conformance/__init__.py
+    # escape. The filter lasts as long as pytest's configuration-time warnings context.
+    warnings.filterwarnings("ignore", message=r"typeguard cannot check these packages because they are already imported: kvspec$")
+    spec = config.getoption("kvspec_adapter")
+    if not spec:
+        return
+    from kvspec.reference import POLICIES
+
+    policies = config.getoption("kvspec_policies") or []
+    unknown = [policy for policy in policies if policy not in POLICIES]
+    if unknown:
+        raise pytest.UsageError(f"--kvspec-policy {', '.join(unknown)}: not one of {', '.join(POLICIES)}")
+    config.stash[SESSION_KEY] = Session(
+        spec, list(dict.fromkeys(policies)), config.getoption("kvspec_profile"), config.getoption("kvspec_seed")
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        session.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """The items join the session's own collection, so they are counted, listed, -k'd and -m'd like any other."""
+    report = yield
+    certification = collector.config.stash.get(SESSION_KEY, None)
+    if certification is None or not isinstance(collector, pytest.Session) or not report.passed:
+        return report
+    policies = certification.policies
+    if not policies:
+        from kvspec.reference import POLICIES
+
+        try:
+            adapter = certification.adapter()
+        except CertifyError as error:
+            raise pytest.UsageError(str(error)) from None
+        policies = [policy for policy in POLICIES if policy in getattr(adapter, "policies", POLICIES)]
+    report.result.extend(
+        CertifyItem.from_parent(collector, name=f"kvspec-certify[{policy}]", nodeid=f"kvspec-certify[{policy}]", policy=policy)
+        for policy in policies
+    )
+    return report
+
+
+class CertifyItem(pytest.Item):
+    """One policy's certification: certify_policy against the session's adapter."""
+
+    def __init__(self, *, policy: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.policy = policy
+
+    def runtest(self) -> None:
+        from kvspec.conformance.certify import certify_policy
+
+        certification = self.config.stash[SESSION_KEY]
+        adapter = certification.adapter()
+        outcome = certify_policy(adapter, self.policy, certification.profile, certification.seed)
+        identity = adapter.identity
+        header = (
+            f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}, "
+            f"profile {certification.profile}, seed {certification.seed}: {outcome.examples_per_second:.1f} examples/s"
+        )
+        if not outcome.conforms:
+            raise NonConformance(outcome, header)
+        self.add_report_section("call", "kvspec", header)  # shown by -rP
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
+        if isinstance(excinfo.value, CertifyError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
