@@ -15,14 +15,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from kvspec.reference.validation import INT64_MAX, INT64_MIN
+
 PROTOCOL_VERSION = 1  # PROTO-5
 
 # PROTO-3: every integer is a JSON integer in 64 bits; hash ids are signed, counts are not.
-HashId = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
+HashId = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 # Configuration values travel in the full signed range: the suite sends the values the clauses
 # refuse (capacity 0, max_freq -1) to see them refused (PROTO-8), so the wire must carry them.
-ConfigInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+ConfigInt = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Seq = Count  # PROTO-2
 Blocks = Annotated[list[HashId], Field(min_length=1)]
 Entries = list[tuple[HashId, Count]]
@@ -71,7 +73,7 @@ class HitTokensRequest(Message):
     cmd: Literal["hit_tokens"]
     seq: Seq
     hash_ids: Blocks
-    input_length: Annotated[int, Field(ge=1, le=2**63 - 1)]
+    input_length: Annotated[int, Field(ge=1, le=INT64_MAX)]
 
 
 class AccessRequest(Message):

@@ -12,11 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.reference import SPEC_VERSION
+from kvspec.reference.validation import INT64_MAX
 
 from .certify import Outcome
 from .output import written_whole
-
-INT64_MAX = 2**63 - 1
 
 # The clauses the certification machine checks (conformance/machine.py cites each where it
 # raises); a policy's verdict covers the REPLAY clauses and its own.
@@ -100,7 +99,7 @@ def failure_of(outcome: Outcome, directory: Path) -> Failure | None:
     if divergence is not None:
         clauses, request, expected, actual = divergence.clauses, divergence.request, divergence.expected, divergence.actual
         if divergence.config is not None:
-            config = {k: v for k, v in vars(divergence.config).items()}
+            config = dict(vars(divergence.config))
             if divergence.trace:
                 path = directory / f"{outcome.policy}-counterexample.jsonl"
                 with written_whole(path) as temporary:

@@ -133,39 +133,6 @@ class NaiveS3FIFO:
         return actual == expected
 
 
-class NaiveLRU:
-    """LRU: a hit moves the block to the tail; a miss evicts the head when full."""
-
-    def __init__(self, capacity: int) -> None:
-        if capacity < 1:
-            raise ValueError(f"capacity {capacity} < 1")
-        self.capacity = capacity
-        self.order: list[int] = []  # least recently used first
-        self.members: set[int] = set()  # the index: exactly the hashes in ``order``
-
-    def is_resident(self, h: int) -> bool:
-        return h in self.members
-
-    def access(self, h: int) -> None:
-        if h in self.members:
-            self.order.remove(h)
-            self.order.append(h)
-            return
-        if len(self.order) >= self.capacity:
-            self.members.discard(self.order.pop(0))
-        self.order.append(h)
-        self.members.add(h)
-
-    def resident_count(self) -> int:
-        return len(self.order)
-
-    def state(self) -> list[int]:
-        return list(self.order)
-
-    def index_is_consistent(self) -> bool:
-        return len(set(self.order)) == len(self.order) and set(self.order) == self.members
-
-
 class NaiveFIFO:
     """FIFO: a hit changes nothing; a miss evicts the head (first admitted) when full."""
 
@@ -195,6 +162,17 @@ class NaiveFIFO:
 
     def index_is_consistent(self) -> bool:
         return len(set(self.order)) == len(self.order) and set(self.order) == self.members
+
+
+class NaiveLRU(NaiveFIFO):
+    """LRU: FIFO, except that a hit moves the block to the tail (least recently used first)."""
+
+    def access(self, h: int) -> None:
+        if h in self.members:
+            self.order.remove(h)
+            self.order.append(h)
+            return
+        super().access(h)
 
 
 NaivePolicy = NaiveS3FIFO | NaiveLRU | NaiveFIFO
