@@ -9,7 +9,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from kvspec.adapters.interface import Adapter, AdapterFailure
 
-from .machine import Divergence, machine_for
+from .lockstep import Divergence
+from .machine import Pins, machine_for
 
 PROFILES = {
     # CI: a few seconds an adapter kind; catches every mutant of the gallery.
@@ -31,9 +32,9 @@ class Outcome:
     divergence: Divergence | None = None
 
 
-def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_value: int = 0) -> Outcome:
+def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_value: int = 0, pins: Pins = Pins()) -> Outcome:
     """Certify ``adapter`` on ``policy``; any Divergence or AdapterFailure is the verdict."""
-    machine = seed(seed_value)(machine_for(adapter, policy))
+    machine = seed(seed_value)(machine_for(adapter, policy, pins))
     chosen = settings(
         PROFILES[profile],
         deadline=None,

@@ -10,28 +10,11 @@ and 1, and configurations the spec refuses (S3-CONF-5), which the implementation
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
-from kvspec.adapters.reference import snapshot_of
-from kvspec.reference import ConfigError, ReplayConfig, make_policy
-from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
+from kvspec.adapters.interface import Adapter, AdapterConfig
 
-
-class Divergence(AssertionError):
-    """The implementation and the reference disagree. The message starts with the clauses; the
-    fields carry what a report needs: the request (1-based; 0 for the configuration), expected
-    and actual values, the configuration, and the trace up to and including that request."""
-
-    def __init__(self, clauses: str, detail: str, *, request: int, expected: object, actual: object,
-                 config: AdapterConfig | None, trace: list[tuple[list[int], int]]) -> None:
-        super().__init__(f"{clauses}: {detail}")
-        self.clauses = tuple(clause.strip() for clause in clauses.split(","))
-        self.request = request
-        self.expected = repr(expected)
-        self.actual = repr(actual)
-        self.config = config
-        self.trace = list(trace)
+from .lockstep import Lockstep
 
 
 @dataclass
@@ -47,22 +30,23 @@ class Conversations:
         return ids
 
 
-def snapshot_clause(policy: str, expected: Snapshot, actual: Snapshot) -> str:
-    """The clauses a queue difference points at first."""
-    if policy == "lru":
-        return "LRU-ACCESS-1, LRU-EVICT-1, LRU-ADMIT-1"
-    if policy == "fifo":
-        return "FIFO-ACCESS-1, FIFO-EVICT-1, FIFO-ADMIT-1"
-    if expected.small != actual.small:
-        return "S3-ADMIT-S-1, S3-ADMIT-S-2, S3-ADMIT-S-3, S3-ADMIT-S-4, S3-ACCESS-1, S3-FREQ-2"
-    if expected.main != actual.main:
-        return "S3-ADMIT-M-1, S3-ADMIT-M-2, S3-ADMIT-M-3, S3-ADMIT-M-4, S3-ACCESS-2"
-    return "S3-GHOST-1, S3-GHOST-2, S3-GHOST-3, S3-ACCESS-3"
+@dataclass(frozen=True)
+class Pins:
+    """S3FIFO knobs held fixed, for an implementation that has no such knob (``kvspec certify
+    --small-ratio``, ``--max-freq``); the verdict then covers only those configurations."""
+
+    small_ratio: float | None = None
+    max_freq: int | None = None
 
 
-def config_strategy(policy: str) -> st.SearchStrategy[AdapterConfig]:
+def config_strategy(policy: str, pins: Pins = Pins()) -> st.SearchStrategy[AdapterConfig]:
     """Configurations around the edges, refused ones included."""
     ratios = st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0)
+    freqs = st.sampled_from([0, 1, 3]) | st.integers(0, 5)
+    if pins.small_ratio is not None:
+        ratios = st.just(pins.small_ratio)
+    if pins.max_freq is not None:
+        freqs = st.just(pins.max_freq)
     capacities = st.sampled_from([1, 2, 3, 5, 6, 7, 10, 11, 15, 25]) | st.integers(1, 48)
     return st.builds(
         AdapterConfig,
@@ -70,7 +54,7 @@ def config_strategy(policy: str) -> st.SearchStrategy[AdapterConfig]:
         capacity=capacities,
         block_size=st.sampled_from([1, 4, 16, 512]),
         small_ratio=ratios if policy == "s3fifo" else st.just(0.1),
-        max_freq=st.sampled_from([0, 1, 3]) | st.integers(0, 5) if policy == "s3fifo" else st.just(3),
+        max_freq=freqs if policy == "s3fifo" else st.just(3),
     )
 
 
@@ -79,40 +63,21 @@ class CertificationMachine(RuleBasedStateMachine):
 
     adapter: Adapter
     policy: str
+    pins: Pins = Pins()
     examples: int = 0  # how many examples (one configuration and its requests) have started
 
     def __init__(self) -> None:
         super().__init__()
         type(self).examples += 1
-        self.reference: Policy | None = None
-        self.config: AdapterConfig | None = None
+        self.lockstep: Lockstep | None = None
         self.conversations = Conversations()
-        self.number = 0
-        self.trace: list[tuple[list[int], int]] = []
-
-    def diverge(self, clauses: str, detail: str, expected: object, actual: object) -> Divergence:
-        return Divergence(clauses, detail, request=self.number, expected=expected, actual=actual, config=self.config, trace=self.trace)
 
     @initialize(data=st.data())
     def configure(self, data: st.DataObject) -> None:
-        config = data.draw(config_strategy(self.policy), label="config")
-        self.config = config
-        try:
-            self.reference = make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
-            refused_by = None
-        except ConfigError as error:
-            refused_by = error.clause
-        try:
-            self.adapter.configure(config)
-            accepted = True
-        except ConfigRefused:
-            accepted = False
-        if refused_by is not None and accepted:
-            raise self.diverge(refused_by, f"the configuration {config} must be refused, and the implementation accepted it", "refused", "accepted")
-        if refused_by is None and not accepted:
-            raise self.diverge("S3-CONF-5, REPLAY-CONF-1", f"the configuration {config} is valid, and the implementation refused it", "accepted", "refused")
-        if refused_by is not None:
-            self.reference = None
+        """Both accept the configuration, or both refuse it."""
+        lockstep = Lockstep(self.adapter, data.draw(config_strategy(self.policy, self.pins), label="config"))
+        if lockstep.configure():
+            self.lockstep = lockstep
 
     @rule(
         kind=st.sampled_from(["extend", "fresh", "repeat", "branch", "scan"]),
@@ -122,27 +87,12 @@ class CertificationMachine(RuleBasedStateMachine):
         tokens=st.integers(0, 511),
     )
     def request(self, kind: str, pick: int, blocks: int, keep: int, tokens: int) -> None:
-        """One request, sent to both; the hit tokens, resident count and queues must agree."""
-        if self.reference is None:
+        """One request, sent to both (Lockstep.request checks everything they must agree on)."""
+        if self.lockstep is None:
             return  # both refused the configuration: nothing more to compare
-        assert self.config is not None
         hash_ids = self.draw_request(kind, pick, blocks, keep)
-        block_size = self.config.block_size
-        input_length = (len(hash_ids) - 1) * block_size + 1 + tokens % block_size
-        self.number += 1
-        self.trace.append((hash_ids, input_length))
-        where = f"request {self.number} (hash_ids {hash_ids}, input_length {input_length})"
-        expected = hit_tokens(prefix_hit_blocks(hash_ids, self.reference.is_resident), block_size, input_length)
-        state_level = self.adapter.level == "state"
-        before = self.adapter.snapshot() if state_level else None
-        actual = self.adapter.hit_tokens(hash_ids, input_length)
-        if actual != expected:
-            raise self.diverge("REPLAY-PREFIX-1, REPLAY-PREFIX-2, REPLAY-HIT-1", f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
-        if state_level and self.adapter.snapshot() != before:
-            raise self.diverge("REPLAY-PREFIX-3, REPLAY-POLICY-1", f"{where}: the hit-token check changed the cache", before, self.adapter.snapshot())
-        for h in hash_ids:
-            self.reference.access(h)
-        self.adapter.access(hash_ids)
+        block_size = self.lockstep.config.block_size
+        self.lockstep.request(hash_ids, (len(hash_ids) - 1) * block_size + 1 + tokens % block_size)
         self.conversations.requests.append(hash_ids)
 
     def draw_request(self, kind: str, pick: int, blocks: int, keep: int) -> list[int]:
@@ -158,25 +108,7 @@ class CertificationMachine(RuleBasedStateMachine):
             return parent + self.conversations.fresh(blocks)
         return parent[: keep % len(parent)] + self.conversations.fresh(blocks)
 
-    @invariant()
-    def resident_counts_agree(self) -> None:
-        """REPLAY-RESULT-4, S3-FINAL-1: |S| + |M|, never the ghost."""
-        if self.reference is None:
-            return
-        expected, actual = self.reference.resident_count(), self.adapter.resident_count()
-        if expected != actual:
-            raise self.diverge("REPLAY-RESULT-4, S3-FINAL-1", f"after request {self.number}: expected {expected} resident blocks, got {actual}", expected, actual)
 
-    @invariant()
-    def queues_agree(self) -> None:
-        """At the state level, every queue in order, with its freqs."""
-        if self.reference is None or self.adapter.level != "state":
-            return
-        expected, actual = snapshot_of(self.reference), self.adapter.snapshot()
-        if expected != actual:
-            raise self.diverge(snapshot_clause(self.policy, expected, actual), f"after request {self.number}: expected {expected}, got {actual}", expected, actual)
-
-
-def machine_for(adapter: Adapter, policy: str) -> type[CertificationMachine]:
-    """A machine class that certifies ``adapter`` on ``policy``."""
-    return type(f"Certify{policy.upper()}", (CertificationMachine,), {"adapter": adapter, "policy": policy})
+def machine_for(adapter: Adapter, policy: str, pins: Pins = Pins()) -> type[CertificationMachine]:
+    """A machine class that certifies ``adapter`` on ``policy``, with ``pins`` held fixed."""
+    return type(f"Certify{policy.upper()}", (CertificationMachine,), {"adapter": adapter, "policy": policy, "pins": pins})

@@ -36,6 +36,8 @@ class CanonicalS3FIFO:
     """
 
     name = "canonical"
+    mistake = ""  # a mutant's: seed 000's words for its mistake, and the clause that spec/s3fifo.md
+    breaks = ""  # section 8 maps the mistake to
     level: Level = "state"
 
     def __init__(self) -> None:
@@ -234,6 +236,8 @@ class LruInsteadOfS3FIFO(CanonicalS3FIFO):
     """
 
     name = "lru-instead-of-s3fifo"
+    mistake = "LRU instead of S3FIFO"
+    breaks = "S3-ACCESS-1 to S3-ACCESS-4"
 
     def engine(self) -> str:
         policy = self.configured().policy
@@ -247,6 +251,8 @@ class NoMinClamp(CanonicalS3FIFO):
     """
 
     name = "no-min-clamp"
+    mistake = "no min(k × block_size, L) clamp"
+    breaks = "REPLAY-HIT-1"
 
     def tokens(self, k: int, input_length: int) -> int:
         return k * self.configured().block_size
@@ -259,6 +265,8 @@ class GhostCountedAsResident(CanonicalS3FIFO):
     """
 
     name = "ghost-counted-as-resident"
+    mistake = "ghost counted as resident"
+    breaks = "S3-QUEUE-3"
 
     def is_resident(self, h: int) -> bool:
         return h in self.small or h in self.main or h in self.ghost
@@ -272,6 +280,8 @@ class FreqNotSaturated(CanonicalS3FIFO):
     """
 
     name = "freq-not-saturated"
+    mistake = "freq not saturated"
+    breaks = "S3-FREQ-2"
 
     def bump(self, freq: int) -> int:
         return freq + 1
@@ -284,6 +294,8 @@ class PlainFifoMain(CanonicalS3FIFO):
     """
 
     name = "plain-fifo-main"
+    mistake = "plain FIFO pop on M"
+    breaks = "S3-ADMIT-M-2"
 
     def evict_from_main(self) -> None:
         victim, _ = self.main.popitem(last=False)
@@ -299,6 +311,8 @@ class RequeueAtHead(CanonicalS3FIFO):
     """
 
     name = "requeue-at-head"
+    mistake = "second-chance requeue at the head"
+    breaks = "S3-ADMIT-M-2"
 
     def requeue(self, victim: int, freq: int) -> None:
         self.main[victim] = freq
@@ -312,6 +326,8 @@ class SetIntersection(CanonicalS3FIFO):
     """
 
     name = "set-intersection"
+    mistake = "set intersection instead of longest prefix"
+    breaks = "REPLAY-PREFIX-2"
 
     def prefix_blocks(self, hash_ids: list[int]) -> int:
         return sum(1 for h in set(hash_ids) if self.is_resident(h))
@@ -328,6 +344,8 @@ class FreqOnlyOnPrefixHits(CanonicalS3FIFO):
     """
 
     name = "freq-only-on-prefix-hits"
+    mistake = "freq updated only on prefix hits"
+    breaks = "REPLAY-ACCESS-1"
 
     def __init__(self) -> None:
         super().__init__()
@@ -352,6 +370,8 @@ class GhostInFinalSize(CanonicalS3FIFO):
     """
 
     name = "ghost-in-final-size"
+    mistake = "ghost counted in final_cache_blocks"
+    breaks = "S3-FINAL-1"
 
     def resident_count(self) -> int:
         return super().resident_count() + len(self.ghost)
@@ -364,6 +384,8 @@ class FreqResetOnPromotion(CanonicalS3FIFO):
     """
 
     name = "freq-reset-on-promotion"
+    mistake = "freq reset on S → M promotion"
+    breaks = "S3-ADMIT-S-2"
 
     def promoted_freq(self, freq: int) -> int:
         return 0
@@ -380,6 +402,8 @@ class IntSmallCap(CanonicalS3FIFO):
     """
 
     name = "int-small-cap"
+    mistake = "int() instead of round() for small_cap"
+    breaks = "S3-CONF-2"
 
     def small_cap_for(self, capacity: int, small_ratio: float) -> int:
         return int(capacity * small_ratio)
@@ -392,6 +416,8 @@ class GhostCapIsSmallCap(CanonicalS3FIFO):
     """
 
     name = "ghost-cap-is-small-cap"
+    mistake = "ghost_cap = small_cap"
+    breaks = "S3-CONF-4"
 
     def ghost_cap_for(self) -> int:
         return self.small_cap

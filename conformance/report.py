@@ -17,13 +17,14 @@ from kvspec.reference.validation import INT64_MAX
 from .certify import Outcome
 from .output import written_whole
 
-# The clauses the certification machine checks (conformance/machine.py cites each where it
-# raises); a policy's verdict covers the REPLAY clauses and its own.
+# The clauses the certification machine checks (conformance/lockstep.py and diagnosis.py cite
+# each where a divergence names it); a policy's verdict covers the REPLAY clauses and its own.
 CHECKED_CLAUSES = (
-    "REPLAY-CONF-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3", "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-RESULT-4",
-    "S3-CONF-5", "S3-ACCESS-1", "S3-ACCESS-2", "S3-ACCESS-3", "S3-FREQ-2", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3",
-    "S3-ADMIT-S-4", "S3-ADMIT-M-1", "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3",
-    "S3-FINAL-1", "LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
+    "REPLAY-CONF-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3", "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-ACCESS-1",
+    "REPLAY-RESULT-4", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-QUEUE-3", "S3-FREQ-2", "S3-ACCESS-1", "S3-ACCESS-2",
+    "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-S-4", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
+    "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-ACCESS-1", "LRU-EVICT-1",
+    "LRU-ADMIT-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
 )
 OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}
 

@@ -11,7 +11,7 @@ import pytest
 
 from kvspec.adapters import load_adapter
 from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.mutants import FACTORIES, canonical
+from kvspec.conformance.mutants import FACTORIES, MUTANTS, canonical
 from kvspec.reference import POLICIES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,11 +50,22 @@ def test_the_javascript_example_conforms(policy: str) -> None:
     assert outcome.conforms, outcome.message
 
 
+def clauses_named(breaks: str) -> set[str]:
+    """A clause id, or a range such as "S3-ACCESS-1 to S3-ACCESS-4", as the set of its ids."""
+    first, _, last = breaks.partition(" to ")
+    stem, low = first.rsplit("-", 1)
+    high = last.rsplit("-", 1)[1] if last else low
+    return {f"{stem}-{number}" for number in range(int(low), int(high) + 1)}
+
+
 @pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_the_quick_profile_catches_every_mutant(name: str) -> None:
+def test_the_quick_profile_catches_every_mutant_and_diagnoses_the_clause_it_breaks(name: str) -> None:
+    """conformance/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
+    the mutant's mistake to."""
     outcome = certify_policy(FACTORIES[name](), "s3fifo", "quick")
-    assert not outcome.conforms
-    assert outcome.message.split(":")[0].strip()  # the verdict starts with the clauses it breaks
+    assert not outcome.conforms and outcome.divergence is not None, outcome.message
+    assert outcome.divergence.clauses[0] in clauses_named(MUTANTS[name].breaks), outcome.message
+    assert outcome.message.startswith(outcome.divergence.clauses[0])
 
 
 def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
