@@ -5,10 +5,13 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, replay
+from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, make_policy, replay
 from kvspec.reference.trace import TraceRecord
 
 from .certify import PROFILES, certify_policy
+from .lockstep import Divergence, Lockstep
+from .machine import Pins
 from .output import written_whole
 from .progress import Progress
 from .report import build_report, write_report
@@ -51,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", choices=POLICIES, default="s3fifo", help="eviction policy (default: s3fifo)")
     run.add_argument("--capacity", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"), default=4096, help="cache capacity in blocks (default: 4096)")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
+    run.add_argument(
+        "--adapter",
+        help="replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep with the "
+        "reference; exit 3 at the first request on which they disagree",
+    )
     run.set_defaults(handler=run_replay)
     many = commands.add_parser(
         "sweep",
@@ -77,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
     check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
     check.add_argument("--report", type=Path, help="write report.json, report.md and each shrunk counterexample to this folder")
+    check.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
+                       help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
+    check.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
+                       help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
     check.set_defaults(handler=run_certify)
     return parser
 
@@ -118,13 +130,49 @@ def open_trace(args: argparse.Namespace) -> TraceFile:
     return TraceFile(args.trace if args.trace is not None else bundled_trace_path())
 
 
-def run_replay(args: argparse.Namespace) -> None:
+def run_replay(args: argparse.Namespace) -> int:
     trace = open_trace(args)
     records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
-    result = replay(records, base_config(args, args.policy, args.capacity), path=trace.path, per_request=args.per_request)
+    config = base_config(args, args.policy, args.capacity)
+    if args.adapter is None:
+        result = replay(records, config, path=trace.path, per_request=args.per_request)
+    else:
+        outcome = replay_in_lockstep(args.adapter, records, config, trace.path, args.per_request)
+        if isinstance(outcome, str):
+            print(outcome, file=sys.stderr)
+            return 3
+        result = outcome
     write_json(result, args.output)
     if sys.stderr.isatty():
         print(summary(result), file=sys.stderr)
+    return 0
+
+
+def replay_in_lockstep(adapter_spec: str, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
+                       per_request: bool) -> ReplayResult | str:
+    """The replay through an implementation, checked against the reference after every request;
+    or, at the first disagreement, what it was and on which line of the trace."""
+    from kvspec.adapters import load_adapter
+
+    make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
+    lines: list[int] = []
+
+    def numbered() -> Iterator[tuple[int, TraceRecord]]:
+        for line_number, record in records:
+            lines.append(line_number)
+            yield line_number, record
+
+    adapter = load_adapter(adapter_spec)
+    try:
+        lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
+        lockstep.configure()
+        return replay(numbered(), config, path=path, per_request=per_request, server=lockstep)
+    except (Divergence, AdapterFailure) as failure:
+        number = failure.request if isinstance(failure, Divergence) else len(lines)
+        where = f"line {lines[number - 1]} of {path} (request {number})" if number else "the configuration"
+        return f"kvspec: {adapter.identity.name} does not conform, at {where}: {failure}"
+    finally:
+        adapter.close()
 
 
 def run_sweep(args: argparse.Namespace) -> None:
@@ -153,17 +201,20 @@ def run_sweep(args: argparse.Namespace) -> None:
 def run_certify(args: argparse.Namespace) -> int:
     from kvspec.adapters import load_adapter
 
+    pins = Pins(args.small_ratio, args.max_freq)
+    pins.check()
     adapter = load_adapter(args.adapter)
     try:
         policies = args.policies or [p for p in POLICIES if p in getattr(adapter, "policies", POLICIES)]
-        outcomes = [certify_policy(adapter, policy, args.profile, args.seed) for policy in policies]
+        outcomes = [certify_policy(adapter, policy, args.profile, args.seed, pins) for policy in policies]
         if args.report is not None:
             args.report.mkdir(parents=True, exist_ok=True)
-            write_report(build_report(args.adapter, adapter, args.profile, args.seed, outcomes, args.report), args.report)
+            write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, args.report), args.report)
     finally:
         adapter.close()
     identity = adapter.identity
-    print(f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}, profile {args.profile}, seed {args.seed}")
+    held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value is not None)
+    print(f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}, profile {args.profile}, seed {args.seed}{held}")
     for outcome in outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
         print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")

@@ -92,3 +92,15 @@ def accessed_only_in_window(config: AdapterConfig, hash_ids: list[int], before: 
         if position < k or not cache.is_resident(h):
             cache.access(h)
     return snapshot_of(cache)
+
+
+def queue_difference(expected: Snapshot, actual: Snapshot) -> str:
+    """Where each differing queue first differs, head first: short enough to read for any cache size."""
+    parts = []
+    for name in ("small", "main", "ghost"):
+        want, got = getattr(expected, name), getattr(actual, name)
+        if want != got:
+            i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+            at = lambda queue: repr(queue[i]) if i < len(queue) else "the end of the queue"  # noqa: E731
+            parts.append(f"{name}[{i}] is {at(got)}, expected {at(want)} ({len(got)} entries, expected {len(want)})")
+    return "; ".join(parts)

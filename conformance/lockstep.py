@@ -2,7 +2,8 @@
 must agree after every one (spec/replay.md, spec/s3fifo.md, spec/lru.md, spec/fifo.md).
 
 The certification machine draws the configurations and requests; `kvspec replay --adapter`
-takes them from a trace file. Both stop at the first Divergence.
+takes them from a trace file, with a Lockstep as the replay's Server. Both stop at the first
+Divergence.
 """
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused
@@ -10,7 +11,7 @@ from kvspec.adapters.reference import snapshot_of
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
 
-from .diagnosis import hit_token_clauses, queue_clauses, refusal_clauses, resident_count_clauses
+from .diagnosis import hit_token_clauses, queue_clauses, queue_difference, refusal_clauses, resident_count_clauses
 
 
 class Divergence(AssertionError):
@@ -28,6 +29,13 @@ class Divergence(AssertionError):
         self.actual = repr(actual)
         self.config = config
         self.trace = list(trace)
+
+
+def brief(hash_ids: list[int]) -> str:
+    """A request's hash ids, elided in the middle past a dozen."""
+    if len(hash_ids) <= 12:
+        return repr(hash_ids)
+    return f"[{', '.join(map(str, hash_ids[:6]))}, ... {', '.join(map(str, hash_ids[-3:]))}] ({len(hash_ids)} blocks)"
 
 
 class Lockstep:
@@ -68,7 +76,7 @@ class Lockstep:
         assert reference is not None, "configure() accepted no configuration"
         block_size = self.config.block_size
         self.trace.append((hash_ids, input_length))
-        where = f"request {len(self.trace)} (hash_ids {hash_ids}, input_length {input_length})"
+        where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
         expected = hit_tokens(prefix_hit_blocks(hash_ids, reference.is_resident), block_size, input_length)
         state_level = adapter.level == "state"
         before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
@@ -86,9 +94,13 @@ class Lockstep:
             if queues != spec_after:
                 assert before is not None
                 clauses = queue_clauses(self.config, hash_ids, before, spec_after, queues)
-                raise self.diverge(clauses, f"after {where}: expected {spec_after}, got {queues}", spec_after, queues)
+                raise self.diverge(clauses, f"after {where}: {queue_difference(spec_after, queues)}", spec_after, queues)
         want, got = reference.resident_count(), adapter.resident_count()
         if want != got:
             clauses = resident_count_clauses(len(snapshot_of(reference).ghost), want, got)
             raise self.diverge(clauses, f"after {where}: expected {want} resident blocks, got {got}", want, got)
         return actual
+
+    def resident_count(self) -> int:
+        """REPLAY-RESULT-4: the implementation's, which request() has checked against the reference's."""
+        return self.adapter.resident_count()

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters.interface import Adapter, AdapterConfig
+from kvspec.reference import ConfigError
+from kvspec.reference.s3fifo import ratio_is_valid
+from kvspec.reference.validation import check_count
 
 from .lockstep import Lockstep
 
@@ -37,6 +40,13 @@ class Pins:
 
     small_ratio: float | None = None
     max_freq: int | None = None
+
+    def check(self) -> None:
+        """S3-CONF-1, S3-CONF-6: a pinned knob must be a value the spec accepts."""
+        if self.small_ratio is not None and not ratio_is_valid(self.small_ratio):
+            raise ConfigError("S3-CONF-1", f"small_ratio must be a finite float in [0.0, 1.0], not {self.small_ratio!r}")
+        if self.max_freq is not None:
+            check_count(self.max_freq, 0, "S3-CONF-6", "max_freq")
 
 
 def config_strategy(policy: str, pins: Pins = Pins()) -> st.SearchStrategy[AdapterConfig]:

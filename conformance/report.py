@@ -15,6 +15,7 @@ from kvspec.reference import SPEC_VERSION
 from kvspec.reference.validation import INT64_MAX
 
 from .certify import Outcome
+from .machine import Pins
 from .output import written_whole
 
 # The clauses the certification machine checks (conformance/lockstep.py and diagnosis.py cite
@@ -41,7 +42,7 @@ class Failure(BaseModel):
     actual: str
     config: dict[str, str | int | float] | None
     trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, beside the report")
-    replay_command: str | None = Field(description="what the spec expects on that trace: the reference's replay")
+    replay_command: str | None = Field(description="the shrunk trace through the implementation in lockstep with the reference")
     steps: str
 
 
@@ -65,6 +66,7 @@ class Report(BaseModel):
     level: Literal["results", "state"]
     profile: str
     seed: int
+    pins: dict[str, float | int] = Field(description="S3FIFO knobs held fixed (kvspec certify --small-ratio, --max-freq); empty: none")
     conforms: bool
     policies: list[PolicyVerdict]
 
@@ -80,15 +82,16 @@ def trace_lines(trace: list[tuple[list[int], int]]) -> str:
     )
 
 
-def replay_command(config: AdapterConfig, trace_file: Path) -> str:
-    words = ["kvspec", "replay", str(trace_file), "--policy", config.policy, "--capacity", str(config.capacity),
-             "--block-size", str(config.block_size), "--per-request"]
+def replay_command(adapter_spec: str, config: AdapterConfig, trace_file: Path) -> str:
+    """The trace through the implementation in lockstep with the reference: it stops at the divergence."""
+    words = ["kvspec", "replay", str(trace_file), "--adapter", adapter_spec, "--policy", config.policy, "--capacity", str(config.capacity),
+             "--block-size", str(config.block_size)]
     if config.policy == "s3fifo":
         words += ["--small-ratio", repr(config.small_ratio), "--max-freq", str(config.max_freq)]
     return shlex.join(words)
 
 
-def failure_of(outcome: Outcome, directory: Path) -> Failure | None:
+def failure_of(adapter_spec: str, outcome: Outcome, directory: Path) -> Failure | None:
     divergence = outcome.divergence
     if outcome.conforms:
         return None
@@ -105,19 +108,20 @@ def failure_of(outcome: Outcome, directory: Path) -> Failure | None:
                 path = directory / f"{outcome.policy}-counterexample.jsonl"
                 with written_whole(path) as temporary:
                     temporary.write_text(trace_lines(divergence.trace))
-                trace_file, command = path.name, replay_command(divergence.config, path)
+                trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
     return Failure(clauses=list(clauses), message=outcome.message, request=request, expected=expected, actual=actual,
                    config=config, trace_file=trace_file, replay_command=command, steps=outcome.steps)
 
 
-def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: int, outcomes: list[Outcome], directory: Path) -> Report:
+def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: int, pins: Pins, outcomes: list[Outcome],
+                 directory: Path) -> Report:
     verdicts = [
         PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
             clauses=clauses_for(outcome.policy, outcome.divergence.clauses if outcome.divergence else ()),
-            failure=failure_of(outcome, directory),
+            failure=failure_of(adapter_spec, outcome, directory),
         )
         for outcome in outcomes
     ]
@@ -125,7 +129,7 @@ def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: 
     return Report(
         kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, adapter=adapter_spec,
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
-        level=adapter.level, profile=profile, seed=seed_value, conforms=all(v.conforms for v in verdicts), policies=verdicts,
+        level=adapter.level, profile=profile, seed=seed_value, pins={k: v for k, v in vars(pins).items() if v is not None}, conforms=all(v.conforms for v in verdicts), policies=verdicts,
     )
 
 
@@ -135,8 +139,12 @@ def markdown(report: Report) -> str:
         f"# kvspec certification: {impl['name']} {impl['version']} ({impl['language']})", "",
         f"- verdict: **{'conforms' if report.conforms else 'does not conform'}**",
         f"- adapter: `{report.adapter}` (level {report.level})",
-        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, profile {report.profile}, seed {report.seed}", "",
+        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, profile {report.profile}, seed {report.seed}",
     ]
+    if report.pins:
+        held = ", ".join(f"{knob} = {value}" for knob, value in report.pins.items())
+        lines.append(f"- only configurations with {held} (the rest of the configuration space was not certified)")
+    lines.append("")
     for verdict in report.policies:
         lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}", "",
                   f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]

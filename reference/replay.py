@@ -107,6 +107,31 @@ def replay_request(policy: Policy, hash_ids: list[int], input_length: int, block
     return hit_tokens(k, block_size, input_length)
 
 
+class Server(Protocol):
+    """What serves a replay's requests: the reference's own cache, or (``kvspec replay
+    --adapter``) an implementation driven in lockstep with it."""
+
+    def request(self, hash_ids: list[int], input_length: int) -> int:
+        """One request's hit tokens, with every block accessed (REPLAY-PREFIX-3, REPLAY-ACCESS-1)."""
+
+    def resident_count(self) -> int:
+        """REPLAY-RESULT-4."""
+
+
+@dataclass(frozen=True)
+class PolicyServer:
+    """The reference's cache as a Server."""
+
+    policy: Policy
+    block_size: int
+
+    def request(self, hash_ids: list[int], input_length: int) -> int:
+        return replay_request(self.policy, hash_ids, input_length, self.block_size)
+
+    def resident_count(self) -> int:
+        return self.policy.resident_count()
+
+
 class RequestResult(BaseModel):
     """REPLAY-RESULT-2: one request's line of the result."""
 
@@ -148,14 +173,16 @@ def replay(
     *,
     path: str = "<trace>",
     per_request: bool = False,
+    server: Server | None = None,
 ) -> ReplayResult:
-    """REPLAY-1: replay a trace's requests in order against one empty cache."""
-    policy = make_policy(config)
+    """REPLAY-1: replay a trace's requests in order against one empty cache (``server``'s, when given)."""
+    if server is None:
+        server = PolicyServer(make_policy(config), config.block_size)
     requests = total_hit_tokens = total_prompt_tokens = 0
     lines: list[RequestResult] | None = [] if per_request else None
     for line_number, record in records:
         check_block_count(path, line_number, record, config.block_size)
-        hit = replay_request(policy, record.hash_ids, record.input_length, config.block_size)
+        hit = server.request(record.hash_ids, record.input_length)
         requests += 1
         total_hit_tokens += hit
         total_prompt_tokens += record.input_length  # REPLAY-HIT-2
@@ -170,7 +197,7 @@ def replay(
         requests=requests,
         total_hit_tokens=total_hit_tokens,
         total_prompt_tokens=total_prompt_tokens,
-        final_cache_blocks=policy.resident_count(),  # REPLAY-RESULT-4
+        final_cache_blocks=server.resident_count(),  # REPLAY-RESULT-4
         cache_capacity_blocks=config.capacity,
         per_request=lines,
     )

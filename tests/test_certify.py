@@ -1,6 +1,7 @@
 """`kvspec certify`: the reference conforms through both adapter kinds, the JavaScript example
 conforms, and the quick profile catches every mutant of the gallery (seed 000's common mistakes)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import load_adapter
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused
+from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.certify import certify_policy
+from kvspec.conformance.machine import Pins
 from kvspec.conformance.mutants import FACTORIES, MUTANTS, canonical
 from kvspec.reference import POLICIES
 
@@ -88,3 +92,56 @@ def test_the_same_seed_gives_the_same_verdict() -> None:
     first = certify_policy(FACTORIES["no-min-clamp"](), "s3fifo", "quick", 11)
     second = certify_policy(FACTORIES["no-min-clamp"](), "s3fifo", "quick", 11)
     assert (first.conforms, first.message) == (second.conforms, second.message)
+
+
+def trace_file(path: Path, *requests: list[int]) -> Path:
+    """One-token blocks: input_length is the block count."""
+    path.write_text("".join(json.dumps({"timestamp": 0, "input_length": len(ids), "output_length": 0, "hash_ids": ids}) + "\n" for ids in requests))
+    return path
+
+
+def test_replay_through_an_adapter_agrees_with_the_reference_and_prints_the_same_result(tmp_path: Path) -> None:
+    trace = trace_file(tmp_path / "t.jsonl", [1, 2], [1, 2, 3], [4], [1, 2, 5], [6, 7, 8], [1])
+    config = ["--capacity", "4", "--block-size", "1", "--small-ratio", "0.25", "--per-request"]
+    alone = kvspec("replay", str(trace), *config)
+    through = kvspec("replay", str(trace), *config, "--adapter", f"cmd:{sys.executable} -m kvspec.adapters.serve")
+    assert alone.returncode == through.returncode == 0, through.stderr
+    assert through.stdout == alone.stdout and json.loads(alone.stdout)["total_hit_tokens"] > 0
+
+
+def test_replay_through_an_adapter_stops_at_the_first_divergence_with_line_and_clause(tmp_path: Path) -> None:
+    """The shrunk counterexample of freq-only-on-prefix-hits: request 4 misses block 1 (in G),
+    and block 3 is resident past the hit window; its freq must still be incremented."""
+    trace = trace_file(tmp_path / "t.jsonl", [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [5])
+    output = tmp_path / "result.json"
+    run = kvspec("replay", str(trace), "--capacity", "2", "--block-size", "1", "--small-ratio", "0.5", "--max-freq", "1",
+                 "--adapter", "python:kvspec.conformance.mutants:freq_only_on_prefix_hits", "--output", str(output))
+    assert run.returncode == 3 and run.stdout == ""
+    assert f"at line 4 of {trace} (request 4): REPLAY-ACCESS-1: " in run.stderr and "Traceback" not in run.stderr
+    assert not output.exists()
+
+
+def test_replay_through_an_adapter_that_refuses_a_valid_configuration() -> None:
+    run = kvspec("replay", "--capacity", "6", "--adapter", "python:kvspec.conformance.mutants:int_small_cap")
+    assert run.returncode == 3
+    assert "at the configuration: S3-CONF-2, S3-CONF-5: " in run.stderr
+
+
+def test_pinned_knobs_restrict_the_configurations_certified() -> None:
+    """An implementation without a max_freq knob refuses every other max_freq: it fails unpinned
+    (a valid configuration refused) and conforms with --max-freq 3."""
+    unpinned = certify_policy(OnlyMaxFreq3(), "s3fifo")
+    assert not unpinned.conforms and "is valid, and the implementation refused it" in unpinned.message
+    assert certify_policy(OnlyMaxFreq3(), "s3fifo", pins=Pins(max_freq=3)).conforms
+
+
+class OnlyMaxFreq3(ReferenceAdapter):
+    def configure(self, config: AdapterConfig) -> None:
+        if config.max_freq != 3:
+            raise ConfigRefused("no max_freq knob: always 3")
+        super().configure(config)
+
+
+def test_a_pin_the_spec_refuses_is_an_error() -> None:
+    run = kvspec("certify", "--adapter", "reference", "--small-ratio", "1.5")
+    assert run.returncode == 1 and run.stderr.startswith("kvspec: error: S3-CONF-1: ")

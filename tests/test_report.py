@@ -35,14 +35,25 @@ def test_a_mutant_report_names_the_clause_and_saves_a_replayable_counterexample(
     assert failure.trace_file == "s3fifo-counterexample.jsonl" and failure.replay_command is not None
     counterexample = (tmp_path / failure.trace_file).read_text().splitlines()
     assert len(counterexample) == failure.request
-    # The replay command runs the reference on the shrunk trace: what the spec expects there.
+    # The replay command runs the shrunk trace through the mutant in lockstep with the reference:
+    # it stops at the same request, with the same diagnosis.
     command = shlex.split(failure.replay_command)
-    assert command[:2] == ["kvspec", "replay"]
+    assert command[:2] == ["kvspec", "replay"] and "--adapter" in command
     replayed = kvspec(*command[1:])
-    assert replayed.returncode == 0, replayed.stderr
-    expected = json.loads(replayed.stdout)
-    assert expected["final_cache_blocks"] == int(failure.expected)
+    assert replayed.returncode == 3 and replayed.stdout == "", replayed.stderr
+    assert f"at line {failure.request} of" in replayed.stderr and "S3-FINAL-1:" in replayed.stderr
+    # Without --adapter, it shows what the spec expects there.
+    expected = kvspec(*command[1:command.index("--adapter")], *command[command.index("--adapter") + 2:])
+    assert json.loads(expected.stdout)["final_cache_blocks"] == int(failure.expected)
     assert "S3-FINAL-1" in (tmp_path / "report.md").read_text()
+
+
+def test_pinned_knobs_are_recorded_and_shown(tmp_path: Path) -> None:
+    run = kvspec("certify", "--adapter", "reference", "--policy", "s3fifo", "--max-freq", "3", "--small-ratio", "0.25", "--report", str(tmp_path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    assert report.pins == {"small_ratio": 0.25, "max_freq": 3}
+    assert "only configurations with small_ratio = 0.25, max_freq = 3" in (tmp_path / "report.md").read_text()
 
 
 def test_a_conforming_report_passes_every_clause(tmp_path: Path) -> None:
