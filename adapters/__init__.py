@@ -1,7 +1,11 @@
 """kvspec's adapters: how the conformance suite drives an implementation under test."""
 
 import importlib
+import importlib.util
 import shlex
+import sys
+from pathlib import Path
+from types import ModuleType
 
 from kvspec.reference import KvspecError
 
@@ -14,7 +18,8 @@ def load_adapter(spec: str) -> Adapter:
     """PROTO-18: the implementation an adapter spec names, started and ready to configure.
 
     ``reference`` is kvspec's own reference in-process; ``python:module:factory`` imports
-    ``module`` and calls ``factory()``, which returns an Adapter; ``cmd:program args`` starts
+    ``module`` (a dotted name, or the path of a ``.py`` file) and calls ``factory()``, which
+    returns an Adapter; ``cmd:program args`` starts
     ``program`` (its arguments split as a shell would) and speaks the adapter protocol with it.
     """
     if spec == "reference":
@@ -38,7 +43,7 @@ def load_adapter(spec: str) -> Adapter:
     if not sep or not module_name or not factory_name or ":" in factory_name:
         raise KvspecError(f"PROTO-18: adapter spec {spec!r} is not python:module:factory")
     try:
-        module = importlib.import_module(module_name)
+        module = import_file(Path(module_name)) if module_name.endswith(".py") else importlib.import_module(module_name)
     except ImportError as error:
         raise KvspecError(f"PROTO-18: adapter spec {spec!r}: cannot import {module_name}: {error}") from error
     factory = getattr(module, factory_name, None)
@@ -55,3 +60,15 @@ def load_adapter(spec: str) -> Adapter:
             f"PROTO-18: adapter spec {spec!r}: {factory_name}() returned {type(adapter).__name__}, not an Adapter (no {', '.join(missing)})"
         )
     return adapter
+
+
+def import_file(path: Path) -> ModuleType:
+    """The module in the file at ``path``, imported under its stem (ImportError if there is none)."""
+    if not path.is_file():
+        raise ImportError(f"no such file: {path}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module

@@ -21,19 +21,35 @@ PROFILES = {
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One shrunk failure: a Divergence, or the implementation breaking the protocol (no divergence)."""
+
+    message: str
+    steps: str
+    divergence: Divergence | None
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """One policy's verdict: the first divergence after shrinking, and the steps that reach it."""
+    """One policy's verdict: a shrunk failure for each check that failed, the earliest first."""
 
     policy: str
-    conforms: bool
     examples_per_second: float
-    message: str = ""
-    steps: str = ""
-    divergence: Divergence | None = None
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def conforms(self) -> bool:
+        return not self.findings
+
+    @property
+    def message(self) -> str:
+        return "\n".join(finding.message for finding in self.findings)
 
 
 def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_value: int = 0, pins: Pins = Pins()) -> Outcome:
-    """Certify ``adapter`` on ``policy``; any Divergence or AdapterFailure is the verdict."""
+    """Certify ``adapter`` on ``policy``. Each check that fails (a configuration, the hit tokens,
+    the scan's side effects, the queues, the resident count: each raises from its own line of
+    conformance/lockstep.py) is shrunk on its own, as Hypothesis does for distinct failures."""
     machine = seed(seed_value)(machine_for(adapter, policy, pins))
     chosen = settings(
         PROFILES[profile],
@@ -41,16 +57,29 @@ def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_v
         database=None,
         suppress_health_check=list(HealthCheck),
         phases=[Phase.generate, Phase.shrink],
-        report_multiple_bugs=False,
+        report_multiple_bugs=True,
     )
     reported: list[str] = []
     started = time.perf_counter()
     try:
         with with_reporter(reported.append):
             run_state_machine_as_test(machine, settings=chosen)
-    except (Divergence, AdapterFailure) as failure:
+    except (Divergence, AdapterFailure, ExceptionGroup) as failure:
+        failures = failure.exceptions if isinstance(failure, ExceptionGroup) else (failure,)
+        if not all(isinstance(each, Divergence | AdapterFailure) for each in failures):
+            raise
         rate = machine.examples / (time.perf_counter() - started)
-        divergence = failure if isinstance(failure, Divergence) else None
-        steps = [*getattr(failure, "__notes__", []), *reported]  # Hypothesis attaches the shrunk steps as notes
-        return Outcome(policy, False, rate, str(failure), "\n".join(steps), divergence)
-    return Outcome(policy, True, machine.examples / (time.perf_counter() - started))
+        return Outcome(policy, rate, tuple(sorted((finding(each, reported) for each in failures), key=earliest)))
+    return Outcome(policy, machine.examples / (time.perf_counter() - started))
+
+
+def finding(failure: BaseException, reported: list[str]) -> Finding:
+    divergence = failure if isinstance(failure, Divergence) else None
+    steps = [*getattr(failure, "__notes__", []), *reported]  # Hypothesis attaches the shrunk steps as notes
+    return Finding(str(failure), "\n".join(steps), divergence)
+
+
+def earliest(finding: Finding) -> tuple[int, int, str]:
+    """Configuration first, then by request; a protocol failure last."""
+    divergence = finding.divergence
+    return (0, divergence.request, finding.message) if divergence is not None else (1, 0, finding.message)

@@ -218,9 +218,9 @@ def run_certify(args: argparse.Namespace) -> int:
     for outcome in outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
         print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")
-        if not outcome.conforms:
-            print(f"    {outcome.message}")
-            print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in outcome.steps.splitlines()))
+        for finding in outcome.findings:
+            print(f"    {finding.message}")
+            print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in finding.steps.splitlines()))
     return 0 if all(outcome.conforms for outcome in outcomes) else 3
 
 

@@ -68,6 +68,10 @@ def queue_clauses(config: AdapterConfig, hash_ids: list[int], before: Snapshot, 
     actual_main = dict(actual.main)
     if any(h in actual_main and actual_main[h] < want[h] for h in promoted):
         found.append("S3-ADMIT-S-2")  # the freq was reset on promotion to M
+    last = hash_ids[-1]
+    seen = {h for h, _ in before.small + before.main} | set(before.ghost) | set(hash_ids[:-1])
+    if last not in seen and (not actual.small or actual.small[-1][0] != last):
+        found.append("S3-ACCESS-4")  # the request's last block was new, and is not at the tail of S
     small_cap = small_cap_for(config.capacity, config.small_ratio)
     if len(actual.ghost) < len(expected.ghost) and len(actual.ghost) == small_cap:
         found.append("S3-CONF-4")  # the ghost holds small_cap entries, not main_cap

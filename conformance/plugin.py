@@ -68,8 +68,10 @@ class CertifyError(Exception):
 class NonConformance(CertifyError):
     def __init__(self, outcome: Outcome, header: str) -> None:
         self.outcome = outcome
-        steps = "\n".join(f"  {line}" for line in outcome.steps.splitlines())
-        super().__init__(f"{outcome.policy}: DOES NOT CONFORM: {outcome.message}\n{header}\nshrunk steps:\n{steps}")
+        findings = "\n".join(
+            f"{finding.message}\nshrunk steps:\n" + "\n".join(f"  {line}" for line in finding.steps.splitlines()) for finding in outcome.findings
+        )
+        super().__init__(f"{outcome.policy}: DOES NOT CONFORM\n{header}\n{findings}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

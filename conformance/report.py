@@ -14,7 +14,7 @@ from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.reference import SPEC_VERSION
 from kvspec.reference.validation import INT64_MAX
 
-from .certify import Outcome
+from .certify import Finding, Outcome
 from .machine import Pins
 from .output import written_whole
 
@@ -27,11 +27,12 @@ CHECKED_CLAUSES = (
     "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-ACCESS-1", "LRU-EVICT-1",
     "LRU-ADMIT-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
 )
+Verdict = Literal["pass", "fail", "inconclusive"]
 OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}
 
 
 class Failure(BaseModel):
-    """The first divergence of the shrunk run."""
+    """One check that failed, shrunk on its own: where the implementation first diverges on the shrunk trace."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
@@ -52,8 +53,11 @@ class PolicyVerdict(BaseModel):
     policy: Literal["s3fifo", "lru", "fifo"]
     conforms: bool
     examples_per_second: float
-    clauses: dict[str, Literal["pass", "fail"]]
-    failure: Failure | None
+    clauses: dict[str, Verdict] = Field(
+        description="pass: the run found no counterexample; fail: a finding names the clause; inconclusive: the run failed "
+        "elsewhere, and a divergence stops every trace it is on, so the clause was neither shown broken nor checked throughout"
+    )
+    failures: list[Failure] = Field(description="one shrunk counterexample for each check that failed, the earliest first")
 
 
 class Report(BaseModel):
@@ -71,9 +75,9 @@ class Report(BaseModel):
     policies: list[PolicyVerdict]
 
 
-def clauses_for(policy: str, failed: tuple[str, ...]) -> dict[str, Literal["pass", "fail"]]:
+def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...]) -> dict[str, Verdict]:
     relevant = [c for c in CHECKED_CLAUSES if c.startswith("REPLAY-") or c.startswith(OWN_PREFIX[policy])]
-    return {clause: ("fail" if clause in failed else "pass") for clause in relevant}
+    return {clause: "pass" if conforms else "fail" if clause in failed else "inconclusive" for clause in relevant}
 
 
 def trace_lines(trace: list[tuple[list[int], int]]) -> str:
@@ -91,26 +95,21 @@ def replay_command(adapter_spec: str, config: AdapterConfig, trace_file: Path) -
     return shlex.join(words)
 
 
-def failure_of(adapter_spec: str, outcome: Outcome, directory: Path) -> Failure | None:
-    divergence = outcome.divergence
-    if outcome.conforms:
-        return None
+def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
+    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``."""
+    divergence = finding.divergence
+    if divergence is None:  # the implementation broke the protocol
+        return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
+                       replay_command=None, steps=finding.steps)
     trace_file = command = None
-    config = None
-    clauses: tuple[str, ...] = ()
-    request = 0
-    expected = actual = ""
-    if divergence is not None:
-        clauses, request, expected, actual = divergence.clauses, divergence.request, divergence.expected, divergence.actual
-        if divergence.config is not None:
-            config = dict(vars(divergence.config))
-            if divergence.trace:
-                path = directory / f"{outcome.policy}-counterexample.jsonl"
-                with written_whole(path) as temporary:
-                    temporary.write_text(trace_lines(divergence.trace))
-                trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
-    return Failure(clauses=list(clauses), message=outcome.message, request=request, expected=expected, actual=actual,
-                   config=config, trace_file=trace_file, replay_command=command, steps=outcome.steps)
+    if divergence.config is not None and divergence.trace:
+        path = directory / f"{policy}-counterexample-{number}.jsonl"
+        with written_whole(path) as temporary:
+            temporary.write_text(trace_lines(divergence.trace))
+        trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
+    return Failure(clauses=list(divergence.clauses), message=finding.message, request=divergence.request, expected=divergence.expected,
+                   actual=divergence.actual, config=None if divergence.config is None else dict(vars(divergence.config)),
+                   trace_file=trace_file, replay_command=command, steps=finding.steps)
 
 
 def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: int, pins: Pins, outcomes: list[Outcome],
@@ -120,8 +119,8 @@ def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: 
             policy=outcome.policy,  # type: ignore[arg-type]
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
-            clauses=clauses_for(outcome.policy, outcome.divergence.clauses if outcome.divergence else ()),
-            failure=failure_of(adapter_spec, outcome, directory),
+            clauses=clauses_for(outcome.policy, outcome.conforms, tuple(c for f in outcome.findings if f.divergence for c in f.divergence.clauses)),
+            failures=[failure_of(adapter_spec, outcome.policy, n, f, directory) for n, f in enumerate(outcome.findings, start=1)],
         )
         for outcome in outcomes
     ]
@@ -149,11 +148,11 @@ def markdown(report: Report) -> str:
         lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}", "",
                   f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]
         lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
-        if verdict.failure is not None:
-            failure = verdict.failure
-            lines += ["", "### First divergence", "", f"- clauses: {', '.join(failure.clauses) or '(none: the adapter failed)'}",
-                      f"- at: {'the configuration' if failure.request == 0 else f'request {failure.request}'}",
-                      f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`", f"- configuration: `{failure.config}`"]
+        for number, failure in enumerate(verdict.failures, start=1):
+            lines += ["", f"### Divergence {number}", "", f"- clauses: {', '.join(failure.clauses) or '(none: the implementation broke the protocol)'}"]
+            if failure.clauses:
+                lines += [f"- at: {'the configuration' if failure.request == 0 else f'request {failure.request}'}",
+                          f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`", f"- configuration: `{failure.config}`"]
             if failure.trace_file:
                 lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
             lines += ["", "```", failure.message, "", failure.steps, "```"]

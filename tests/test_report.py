@@ -28,11 +28,11 @@ def test_a_mutant_report_names_the_clause_and_saves_a_replayable_counterexample(
     assert run.returncode == 3, run.stdout + run.stderr
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
     (verdict,) = report.policies
-    assert not report.conforms and not verdict.conforms and verdict.failure is not None
-    assert verdict.clauses["S3-FINAL-1"] == "fail" and verdict.clauses["REPLAY-HIT-1"] == "pass"
+    assert not report.conforms and not verdict.conforms and len(verdict.failures) == 1
+    assert verdict.clauses["S3-FINAL-1"] == "fail" and verdict.clauses["REPLAY-HIT-1"] == "inconclusive"
     assert (report.seed, report.profile, report.level) == (0, "quick", "state")
-    failure = verdict.failure
-    assert failure.trace_file == "s3fifo-counterexample.jsonl" and failure.replay_command is not None
+    (failure,) = verdict.failures
+    assert failure.trace_file == "s3fifo-counterexample-1.jsonl" and failure.replay_command is not None
     counterexample = (tmp_path / failure.trace_file).read_text().splitlines()
     assert len(counterexample) == failure.request
     # The replay command runs the shrunk trace through the mutant in lockstep with the reference:
@@ -60,6 +60,6 @@ def test_a_conforming_report_passes_every_clause(tmp_path: Path) -> None:
     run = kvspec("certify", "--adapter", "reference", "--policy", "fifo", "--report", str(tmp_path))
     assert run.returncode == 0, run.stdout + run.stderr
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
-    assert report.conforms and report.policies[0].failure is None
+    assert report.conforms and report.policies[0].failures == []
     assert set(report.policies[0].clauses.values()) == {"pass"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]

@@ -1,0 +1,91 @@
+"""kvspec adapter for libCacheSim's S3FIFO through its Python binding, the PyPI package
+libcachesim (https://github.com/cacheMon/libCacheSim-python; GPL-3.0-or-later, which is why this
+adapter lives beside its report and not inside kvspec), driven through the longest-prefix replay
+of spec/replay.md.
+
+    kvspec certify --adapter python:docs/certifications/libcachesim/adapter.py:adapter
+
+Each block is an object of one byte, so a capacity of N blocks is a cache of N bytes. The prefix
+scan asks ``find(request, update_cache=False)``, which changes nothing; each block is accessed
+with ``get``, which hits or inserts (evicting first). The cache is configured as close to the spec
+as its knobs allow: small_ratio as small_size_ratio, a ghost_size_ratio that gives the spec's
+ghost_cap (S3-CONF-4), and move_to_main_threshold 1, the spec's freq >= 1 (S3-ADMIT-S-2). It has
+no max_freq knob. hashpower 10 sizes the hash table for small caches; it changes no decision.
+The binding exposes no queues, so the adapter is at the results level.
+
+Where libCacheSim would end the process (S3FIFO_init exits when the small FIFO has 0 bytes), the
+adapter refuses the configuration instead, with libCacheSim's own message, so that one
+certification run can go on to the next configuration.
+"""
+
+from importlib.metadata import version
+
+import libcachesim
+
+from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from kvspec.reference.s3fifo import small_cap_for
+
+UINT64 = (1 << 64) - 1  # libCacheSim's obj_id is unsigned; kvspec's hash ids are signed (F-9)
+
+
+class LibCacheSimS3FIFO:
+    identity = Identity(name="libCacheSim S3FIFO (PyPI libcachesim)", language="c", version=version("libcachesim"))
+    level: Level = "results"
+    policies = ("s3fifo",)
+
+    def __init__(self) -> None:
+        self.cache: libcachesim.S3FIFO | None = None
+        self.block_size = 1
+
+    def configure(self, config: AdapterConfig) -> None:
+        self.cache = None
+        if config.policy != "s3fifo":
+            raise ConfigRefused("the adapter drives libCacheSim's S3FIFO only")
+        small_bytes = int(config.capacity * config.small_ratio)  # as S3FIFO_init computes it
+        if small_bytes < 1:
+            raise ConfigRefused(f"Invalid cache size configuration: small_fifo={small_bytes} bytes (libCacheSim exits here)")
+        main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
+        self.cache = libcachesim.S3FIFO(
+            cache_size=config.capacity,
+            hashpower=10,
+            small_size_ratio=config.small_ratio,
+            ghost_size_ratio=(max(main_cap, 0) + 0.5) / config.capacity,  # int(cache_size * ratio) == main_cap
+            move_to_main_threshold=1,
+        )
+        self.block_size = config.block_size
+
+    def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
+        cache = self.configured()
+        k = 0
+        for h in hash_ids:
+            if cache.find(request(h), update_cache=False) is None:
+                break
+            k += 1
+        return min(k * self.block_size, input_length)
+
+    def access(self, hash_ids: list[int]) -> None:
+        cache = self.configured()
+        for h in hash_ids:
+            cache.get(request(h))
+
+    def resident_count(self) -> int:
+        return self.configured().get_n_obj()
+
+    def snapshot(self) -> Snapshot:
+        raise AdapterFailure("the results level has no snapshot")
+
+    def close(self) -> None:
+        self.cache = None
+
+    def configured(self) -> libcachesim.S3FIFO:
+        if self.cache is None:
+            raise ConfigRefused("no cache is configured")
+        return self.cache
+
+
+def request(h: int) -> libcachesim.Request:
+    return libcachesim.Request(obj_size=1, obj_id=h & UINT64)
+
+
+def adapter() -> LibCacheSimS3FIFO:
+    return LibCacheSimS3FIFO()

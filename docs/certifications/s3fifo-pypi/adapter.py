@@ -1,0 +1,80 @@
+"""kvspec adapter for the PyPI package s3fifo (S3FIFOCache; https://github.com/psiace/s3fifo),
+driven through the longest-prefix replay of spec/replay.md.
+
+    kvspec certify --adapter python:docs/certifications/s3fifo-pypi/adapter.py:adapter
+
+The package is a key-value cache, so the adapter supplies the replay: the prefix scan asks
+``key in cache`` (which changes nothing), and each block is accessed as a cache-aside caller
+would, ``get`` and, on a miss, ``put``. The cache is configured as close to the spec as its knobs
+allow: capacity as maxsize, small_ratio as small_size_ratio, a ghost_size_ratio that gives the
+spec's ghost_cap (S3-CONF-4), and move_to_main_threshold 1, the spec's freq >= 1 (S3-ADMIT-S-2).
+It has no max_freq knob. The adapter is at the state level: it reads the queues from the cache's
+own ``_small``, ``_main`` and ``_ghost`` OrderedDicts, head first.
+"""
+
+from importlib.metadata import version
+
+from s3fifo import S3FIFOCache
+
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
+from kvspec.reference.s3fifo import small_cap_for
+
+
+class S3fifoPackage:
+    identity = Identity(name="s3fifo (PyPI)", language="python", version=version("s3fifo"))
+    level: Level = "state"
+    policies = ("s3fifo",)
+
+    def __init__(self) -> None:
+        self.cache: S3FIFOCache[bool] | None = None
+        self.block_size = 1
+
+    def configure(self, config: AdapterConfig) -> None:
+        self.cache = None
+        if config.policy != "s3fifo":
+            raise ConfigRefused("the package implements S3FIFO only")
+        main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
+        ghost_ratio = (max(main_cap, 0) + 0.5) / config.capacity  # int(maxsize * ratio) == main_cap
+        try:
+            self.cache = S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio, ghost_size_ratio=ghost_ratio, move_to_main_threshold=1)
+        except ValueError as error:
+            raise ConfigRefused(str(error)) from error
+        self.block_size = config.block_size
+
+    def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
+        cache = self.configured()
+        k = 0
+        for h in hash_ids:
+            if h not in cache:
+                break
+            k += 1
+        return min(k * self.block_size, input_length)
+
+    def access(self, hash_ids: list[int]) -> None:
+        cache = self.configured()
+        for h in hash_ids:
+            if cache.get(h) is None:
+                cache.put(h, True)
+
+    def resident_count(self) -> int:
+        return len(self.configured())
+
+    def snapshot(self) -> Snapshot:
+        cache = self.configured()
+        return Snapshot(
+            small=tuple((h, entry.freq) for h, entry in cache._small.items()),
+            main=tuple((h, entry.freq) for h, entry in cache._main.items()),
+            ghost=tuple(cache._ghost),
+        )
+
+    def close(self) -> None:
+        self.cache = None
+
+    def configured(self) -> S3FIFOCache[bool]:
+        if self.cache is None:
+            raise ConfigRefused("no cache is configured")
+        return self.cache
+
+
+def adapter() -> S3fifoPackage:
+    return S3fifoPackage()
