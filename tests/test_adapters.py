@@ -354,3 +354,11 @@ def test_PROTO_15_a_wrong_implementation_is_a_failure_and_is_killed(name: str, m
     assert_gone(adapter)
     with pytest.raises(AdapterFailure, match="already failed|closed"):
         adapter.resident_count()
+
+
+def test_PROTO_18_a_python_adapter_from_a_file_path(tmp_path: Path) -> None:
+    source = tmp_path / "my_cache.py"
+    source.write_text("from kvspec.adapters.reference import ReferenceAdapter\n\ndef make():\n    return ReferenceAdapter()\n")
+    assert type(load_adapter(f"python:{source}:make")).__name__ == "ReferenceAdapter"
+    with pytest.raises(KvspecError, match="PROTO-18: .*cannot import .*no such file"):
+        load_adapter(f"python:{tmp_path / 'missing.py'}:make")

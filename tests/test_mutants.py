@@ -286,3 +286,10 @@ def test_int_small_cap_refuses_where_round_gives_1_instead_of_looping(capacity: 
     canonical().configure(config)
     with pytest.raises(ConfigRefused, match="S3-CONF-5"):
         mutants.int_small_cap().configure(config)
+
+
+def test_the_published_gallery_table_has_a_row_for_every_mutant_with_its_clause() -> None:
+    """docs/mutant-gallery.md comes from bench/bench_certify.py; a mutant added since must be measured."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "mutant-gallery.md").read_text(encoding="utf-8")
+    for name, cls in MUTANTS.items():
+        assert f"| {name} | {cls.mistake} | {cls.breaks} | " in page, name
