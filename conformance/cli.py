@@ -75,6 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     many.add_argument("--plot", type=Path, help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
     many.set_defaults(handler=run_sweep)
+    versus = commands.add_parser(
+        "compare",
+        help="the benefit policy against LRU on the seeded traces (spec/benefit.md)",
+        description="Replay the four seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
+        "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
+    )
+    versus.add_argument("--capacity", type=typed(int, "BEN-CMP-1", "capacity must be an integer number of bytes"),
+                        help="bytes, for every trace (default: 64 MiB, and 256 MiB for mixed_size)")
+    versus.add_argument("--plot", type=Path, default=Path("kvspec-compare.png"), help="the plot (.png, .svg or .pdf; default kvspec-compare.png)")
+    versus.add_argument("--no-plot", action="store_true", help="print the table only")
+    versus.add_argument("--output", type=Path, help="also write the rows as JSON here (written whole or not at all)")
+    versus.set_defaults(handler=run_compare)
     check = commands.add_parser(
         "certify",
         help="certify an implementation against the spec through an adapter",
@@ -196,6 +208,27 @@ def run_sweep(args: argparse.Namespace) -> None:
         for point in result.points:
             print(summary(point.result), file=sys.stderr)
         print(f"a cache that never evicts: {result.unbounded_hit_rate:.2%}", file=sys.stderr)
+
+
+def run_compare(args: argparse.Namespace) -> None:
+    from . import comparison
+
+    if args.capacity is not None and args.capacity < 1:
+        raise KvspecError(f"BEN-CMP-1: --capacity must be at least 1 byte, not {args.capacity}")
+    plotting = not args.no_plot
+    if plotting and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise KvspecError(f"--plot {args.plot}: the file name must end in .png, .svg or .pdf")
+    result = comparison.run(args.capacity)
+    print(comparison.table(result))
+    if args.output is not None:
+        with written_whole(args.output) as temporary:
+            temporary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if plotting:
+        try:
+            comparison.plot(result, args.plot)
+        except ModuleNotFoundError:
+            raise KvspecError("the plot needs matplotlib: pip install 'kvspec[plot]', or pass --no-plot") from None
+        print(f"plot: {args.plot}")
 
 
 def run_certify(args: argparse.Namespace) -> int:

@@ -1,0 +1,72 @@
+"""spec/benefit.md sections 1 and 2: the configuration, the inputs, and cost samples."""
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import ConfigError, KvspecError
+from ..validation import INT64_MAX, check_count
+
+UINT64_MAX = 2**64 - 1
+
+
+@dataclass(frozen=True)
+class BenefitConfig:
+    """BEN-CONF-1 to BEN-CONF-7, with their defaults."""
+
+    probation_byte_budget: int = 256 << 20
+    persistence_hit_threshold: int = 2
+    min_reuse_probability: float = 0.01
+    decay_factor: float = 0.9
+    grace_observations: int = 32
+    ghost_capacity: int = 4096
+    ghost_max_age_observations: int = 1024
+
+
+def check_config(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-8: the configuration, or a ConfigError naming the clause it breaks."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def is_float(value: object) -> bool:
+    return type(value) is float and math.isfinite(value)
+
+
+class CostSample(NamedTuple):
+    """BEN-COST-1: what serving the entry costs cold and what restoring it costs, in caller units."""
+
+    cold_prefill_cost: float
+    restore_cost: float
+
+
+def is_valid(cost: CostSample) -> bool:
+    """BEN-COST-1: both finite and >= 0."""
+    return all(type(v) is float and math.isfinite(v) and v >= 0.0 for v in cost)
+
+
+def net_benefit(cost: CostSample) -> float:
+    """BEN-COST-2: max(cold - restore, 0)."""
+    return max(cost.cold_prefill_cost - cost.restore_cost, 0.0)
+
+
+def check_id(value: object, what: str) -> int:
+    """BEN-KEY-1: a key or segment id in [0, 2**64 - 1]."""
+    if type(value) is not int or not 0 <= value <= UINT64_MAX:
+        raise KvspecError(f"BEN-KEY-1: {what} must be an integer in [0, 2**64 - 1], not {value!r}")
+    return value
+
+
+def check_bytes(value: object, what: str) -> int:
+    """BEN-KEY-1: a byte count in [0, 2**63 - 1]."""
+    if type(value) is not int or not 0 <= value <= INT64_MAX:
+        raise KvspecError(f"BEN-KEY-1: {what} must be an integer in [0, 2**63 - 1], not {value!r}")
+    return value
