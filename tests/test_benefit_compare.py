@@ -13,7 +13,7 @@ import pytest
 
 from kvspec.reference.benefit import TRACES, BenefitConfig, CostSample, LRUBaseline, compare
 from kvspec.reference.benefit.compare import replay_policy
-from kvspec.reference.benefit.traces import Access, XorShift64, access_for, mixed_size, one_shot, turn_growth, zipf_hotset
+from kvspec.reference.benefit.traces import Access, XorShift64, access_for, mixed_reuse, mixed_size, one_shot, turn_growth, zipf_hotset
 
 MIB = 1 << 20
 
@@ -120,3 +120,13 @@ def test_BEN_CMP_1_kvspec_compare_prints_the_rows_writes_them_whole_and_plots_th
     refused = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "compare", "--capacity", "0", "--no-plot"],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and refused.stderr.startswith("kvspec: error: BEN-CMP-1: ")
+
+
+def test_BEN_TRACE_7_mixed_reuse_rereads_24_keys_of_three_sizes_and_both_sides_hit() -> None:
+    accesses = mixed_reuse(5, 3000)
+    by_class = [{a.key for a in accesses[c::3]} for c in range(3)]
+    assert by_class == [set(range(0, 8)), set(range(8, 16)), set(range(16, 24))]
+    assert [{a.bytes for a in accesses[c::3]} for c in range(3)] == [{64 << 10}, {4 * MIB}, {64 * MIB}]
+    make, capacity = TRACES["mixed_reuse(5, 3000)"]
+    row = compare("mixed_reuse(5, 3000)", make(), capacity)
+    assert row.policy.hits > 0 and row.lru.hits > 0 and row.lru.saved > 0  # unlike mixed_size, it compares something

@@ -87,10 +87,24 @@ def mixed_size(seed: int, n: int) -> list[Access]:
     return accesses
 
 
-# The PR's four comparison traces (BEN-CMP-1): name -> (trace, capacity in bytes).
+def mixed_reuse(seed: int, n: int) -> list[Access]:
+    """BEN-TRACE-7: three size classes of 8 keys each, drawn at random, so that both sides hit."""
+    rng = XorShift64(seed)
+    sizes = (64 << 10, 4 << 20, 64 << 20)
+    accesses = []
+    for i in range(n):
+        size_class = i % 3
+        key, cost, _ = access_for(rng, size_class * 8 + rng.u64() % 8)
+        accesses.append(Access(key, cost, sizes[size_class]))
+    return accesses
+
+
+# The comparison traces (BEN-CMP-1): the PR's four, then kvspec's mixed-size trace on which both
+# sides hit. Name -> (trace, capacity in bytes).
 TRACES: dict[str, tuple[Callable[[], list[Access]], int]] = {
     "one_shot(7, 2000)": (lambda: one_shot(7, 2000), 64 << 20),
     "turn_growth(11, 4, 12)": (lambda: turn_growth(11, 4, 12), 64 << 20),
     "zipf_hotset(3, 4000)": (lambda: zipf_hotset(3, 4000), 64 << 20),
     "mixed_size(5, 3000)": (lambda: mixed_size(5, 3000), 256 << 20),
+    "mixed_reuse(5, 3000)": (lambda: mixed_reuse(5, 3000), 256 << 20),
 }
