@@ -9,12 +9,14 @@ from fractions import Fraction
 import pytest
 
 from kvspec.reference import ConfigError, KvspecError
-from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
+from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample, selection
 from kvspec.reference.benefit.config import net_benefit
 from kvspec.reference.benefit.ledger import fractional_bytes, register, release, shares_add_up
 from kvspec.reference.benefit.policy import Ghost, fingerprint
 from kvspec.reference.benefit.score import Entry, reuse_probability, score
 from kvspec.reference.benefit.selection import in_grace, probation_charge
+
+from support import violation
 
 COST = CostSample(100.0, 30.0)  # net benefit 70
 NO_PIN: frozenset[int] = frozenset()
@@ -609,3 +611,54 @@ def test_BEN_REMOVE_1_removing_an_admitted_co_reference_can_push_probation_over_
     assert list(p.ledger[7].refs) == [2]
     assert repair == ("satisfied", (2,), 0)  # 2 alone carries 100 > 60
     assert p.remove(1) is None
+
+
+# --- The contracts fire when a rule is broken ------------------------------------------------------
+
+
+def test_a_rejection_that_advances_the_clock_breaks_the_BEN_ADMIT_2_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = policy()
+
+    def reject_like_the_implementation(self: BenefitPolicy, key: int, shared: object, cost: object) -> str:
+        self.clock += 1
+        return "invalid-cost-sample"
+
+    monkeypatch.setattr(BenefitPolicy, "structural_reject", reject_like_the_implementation)
+    with violation("BEN-ADMIT-2"):
+        p.consider_admission(1, 10, [], COST)
+
+
+def test_a_pinned_victim_breaks_the_BEN_VICTIM_5_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = policy(grace_observations=0)
+    admit(p, 1)
+    admit(p, 2)
+    monkeypatch.setattr(selection, "victim_order", lambda entries, ledger, config, pinned: [1, 2])
+    with violation("BEN-VICTIM-5: a pinned entry is never a victim"):
+        p.choose_victims(20, frozenset({1}))
+
+
+def test_a_pinned_or_repeated_cap_victim_breaks_the_BEN_CAP_5_contracts(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = policy(probation_byte_budget=5)
+    admit(p, 1)
+    admit(p, 2)
+    monkeypatch.setattr(selection, "cap_candidates", lambda entries, pinned: [1])
+    with violation("BEN-CAP-5: a pinned entry is never a cap victim"):
+        p.select_probation_cap_victims(frozenset({1}))
+    monkeypatch.setattr(selection, "cap_candidates", lambda entries, pinned: [1, 1, 2])
+    with violation("BEN-CAP-5: no victim twice"):
+        p.select_probation_cap_victims()
+
+
+def test_a_negative_share_breaks_the_BEN_LEDGER_3_contract() -> None:
+    ledger = {}
+    register(ledger, 1, [(7, -4)])  # the size check of BEN-KEY-1 is bypassed here
+    with violation("BEN-LEDGER-3"):
+        fractional_bytes(ledger, 1, [7])
+
+
+def test_an_infinite_weight_breaks_the_finite_weights_contract() -> None:
+    p = policy()
+    admit(p, 1)
+    p.entries[1].rw = float("inf")
+    with violation("BEN-HIT-1: weights stay finite"):
+        p.record_hit(1, COST)
