@@ -9,12 +9,16 @@ from types import ModuleType
 
 from kvspec.reference import KvspecError
 
+from .benefit import BenefitAdapter
 from .interface import Adapter
 
+REPLAY_METHODS = ("configure", "hit_tokens", "access", "resident_count", "snapshot")  # interface.Adapter
+BENEFIT_METHODS = ("configure_benefit", "consider_admission", "record_hit", "record_miss", "observe_pressure", "choose_victims",
+                   "select_probation_cap_victims", "remove", "benefit_state")  # benefit.BenefitAdapter
 SPEC_FORMS = '"reference", "python:module:factory" or "cmd:program args"'
 
 
-def load_adapter(spec: str) -> Adapter:
+def load_adapter(spec: str) -> Adapter | BenefitAdapter:
     """PROTO-18: the implementation an adapter spec names, started and ready to configure.
 
     ``reference`` is kvspec's own reference in-process; ``python:module:factory`` imports
@@ -50,12 +54,11 @@ def load_adapter(spec: str) -> Adapter:
     if not callable(factory):
         raise KvspecError(f"PROTO-18: adapter spec {spec!r}: {module_name} has no callable {factory_name}")
     adapter = factory()
-    missing = [
-        name
-        for name in ("identity", "level", "configure", "hit_tokens", "access", "resident_count", "snapshot", "close")
-        if not hasattr(adapter, name)
-    ]
-    if missing:
+    common = [name for name in ("identity", "level", "close") if not hasattr(adapter, name)]
+    replay = [name for name in REPLAY_METHODS if not hasattr(adapter, name)]
+    benefit = [name for name in BENEFIT_METHODS if not hasattr(adapter, name)]
+    if common or (replay and benefit):
+        missing = common + (replay if len(replay) <= len(benefit) else benefit)
         raise KvspecError(
             f"PROTO-18: adapter spec {spec!r}: {factory_name}() returned {type(adapter).__name__}, not an Adapter (no {', '.join(missing)})"
         )

@@ -7,6 +7,7 @@ REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, bloc
 from kvspec.reference import FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
+from .benefit import ReferenceBenefitAdapter
 from .interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
 
 
@@ -19,13 +20,15 @@ def snapshot_of(policy: Policy) -> Snapshot:
     assert isinstance(policy, FIFO)
     return Snapshot(main=tuple((h, 0) for h in policy.arrival))
 
-class ReferenceAdapter:
-    """kvspec.reference behind the Adapter interface."""
+class ReferenceAdapter(ReferenceBenefitAdapter):
+    """kvspec.reference behind the Adapter interface, and (inherited) behind the BenefitAdapter one."""
 
     identity: Identity = Identity(name="kvspec-reference", language="python", version=SPEC_VERSION)
     level: Level = "state"
+    policies = ("s3fifo", "lru", "fifo", "benefit")
 
     def __init__(self) -> None:
+        super().__init__()
         self._policy: Policy | None = None
         self._block_size = 1
 
@@ -74,3 +77,4 @@ class ReferenceAdapter:
 
     def close(self) -> None:
         self._policy = None
+        super().close()

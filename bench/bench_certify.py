@@ -5,7 +5,8 @@
 Writes a Markdown page: for each mutant (seed 000's common mistakes, conformance/mutants.py),
 the clause spec/s3fifo.md section 8 maps its mistake to, the clause the suite's diagnosis leads
 with, the time to catch it and the shrunk trace's length, for each seed of the quick profile; and
-the examples per second the quick profile reaches through each adapter kind. Contracts are off
+the same for the benefit-policy gallery (conformance/benefit_mutants.py); and the examples per
+second the quick profile reaches through each adapter kind. Contracts are off
 (KVSPEC_CONTRACTS=0), as for any certification run; set the variable before Python starts.
 """
 
@@ -23,6 +24,7 @@ if os.environ.get("KVSPEC_CONTRACTS") != "0":  # read once, at import: re-run wi
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "KVSPEC_CONTRACTS": "0"})
 
 from kvspec.adapters import load_adapter  # noqa: E402
+from kvspec.conformance import benefit_mutants  # noqa: E402
 from kvspec.conformance.certify import Outcome, certify_policy  # noqa: E402
 from kvspec.conformance.mutants import FACTORIES, MUTANTS  # noqa: E402
 
@@ -54,6 +56,22 @@ def mutant_rows(seeds: list[int]) -> list[str]:
     return rows
 
 
+def benefit_rows(seeds: list[int]) -> list[str]:
+    rows = []
+    for name, cls in benefit_mutants.MUTANTS.items():
+        runs = []
+        for seed in seeds:
+            started = time.perf_counter()
+            outcome = certify_policy(cls(), "benefit", "quick", seed)
+            assert not outcome.conforms, f"{name} was not caught"
+            runs.append((time.perf_counter() - started, outcome))
+        leading = sorted({", ".join(f.divergence.clauses[:1]) for _, o in runs for f in o.findings if f.divergence})
+        times = " / ".join(f"{elapsed:.1f}" for elapsed, _ in runs)
+        lengths = " / ".join(str(min(f.divergence.request for f in o.findings if f.divergence)) for _, o in runs)
+        rows.append(f"| {name} | {cls.breaks} | {'; '.join(leading)} | {times} | {lengths} |")
+    return rows
+
+
 def adapter_rows() -> list[str]:
     rows = []
     for label, spec in ADAPTER_KINDS.items():
@@ -61,10 +79,12 @@ def adapter_rows() -> list[str]:
             continue
         adapter = load_adapter(spec)
         try:
-            rates = [certify_policy(adapter, policy, "quick").examples_per_second for policy in ("s3fifo", "lru", "fifo")]
+            policies = [p for p in ("s3fifo", "lru", "fifo", "benefit") if p in getattr(adapter, "policies", ("s3fifo", "lru", "fifo"))]
+            rates = {policy: certify_policy(adapter, policy, "quick").examples_per_second for policy in policies}
         finally:
             adapter.close()
-        rows.append(f"| {label} | {adapter.level} | " + " | ".join(f"{rate:.1f}" for rate in rates) + " |")
+        cells = [f"{rates[p]:.1f}" if p in rates else "-" for p in ("s3fifo", "lru", "fifo", "benefit")]
+        rows.append(f"| {label} | {adapter.level} | " + " | ".join(cells) + " |")
     return rows
 
 
@@ -96,13 +116,23 @@ def main() -> None:
         "|---|---|---|---|---|---|",
         *mutant_rows(seeds),
         "",
+        "## The benefit-policy gallery",
+        "",
+        "Each mutant changes conformance/benefit_mutants.py's independent implementation in one place. *Diagnoses* lists "
+        "the leading clause of each failing check the run found; the length is the number of operations in the shortest "
+        "shrunk counterexample.",
+        "",
+        f"| mutant | breaks | diagnoses | seconds to catch ({per_seed}) | shrunk length ({per_seed}) |",
+        "|---|---|---|---|---|",
+        *benefit_rows(seeds),
+        "",
         "## Examples per second, by adapter kind",
         "",
         "The quick profile (150 examples of up to 25 requests) at seed 0, on an implementation that conforms, so every "
         "example runs to its end.",
         "",
-        "| adapter | level | s3fifo | lru | fifo |",
-        "|---|---|---:|---:|---:|",
+        "| adapter | level | s3fifo | lru | fifo | benefit |",
+        "|---|---|---:|---:|---:|---:|",
         *adapter_rows(),
         "",
     ]

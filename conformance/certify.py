@@ -7,8 +7,10 @@ from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
+from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterFailure
 
+from .benefit_machine import benefit_machine_for
 from .lockstep import Divergence
 from .machine import Pins, machine_for
 
@@ -46,11 +48,14 @@ class Outcome:
         return "\n".join(finding.message for finding in self.findings)
 
 
-def certify_policy(adapter: Adapter, policy: str, profile: str = "quick", seed_value: int = 0, pins: Pins = Pins()) -> Outcome:
+def certify_policy(adapter: Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0, pins: Pins = Pins()) -> Outcome:
     """Certify ``adapter`` on ``policy``. Each check that fails (a configuration, the hit tokens,
     the scan's side effects, the queues, the resident count: each raises from its own line of
     conformance/lockstep.py) is shrunk on its own, as Hypothesis does for distinct failures."""
-    machine = seed(seed_value)(machine_for(adapter, policy, pins))
+    if policy == "benefit":
+        machine = seed(seed_value)(benefit_machine_for(adapter))  # type: ignore[arg-type]
+    else:
+        machine = seed(seed_value)(machine_for(adapter, policy, pins))  # type: ignore[arg-type]
     chosen = settings(
         PROFILES[profile],
         deadline=None,

@@ -17,6 +17,8 @@ from .progress import Progress
 from .report import build_report, write_report
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
 
+CERTIFIABLE = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
+
 
 def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[[str], object]:
     """An argparse type whose error names the clause the value must satisfy."""
@@ -93,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
     )
     check.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
-    check.add_argument("--policy", dest="policies", action="append", choices=POLICIES, help="a policy to certify (repeatable; default: all the adapter offers)")
+    check.add_argument("--policy", dest="policies", action="append", choices=CERTIFIABLE,
+                       help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
     check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
     check.add_argument("--report", type=Path, help="write report.json, report.md and each shrunk counterexample to this folder")
@@ -238,7 +241,7 @@ def run_certify(args: argparse.Namespace) -> int:
     pins.check()
     adapter = load_adapter(args.adapter)
     try:
-        policies = args.policies or [p for p in POLICIES if p in getattr(adapter, "policies", POLICIES)]
+        policies = args.policies or [p for p in CERTIFIABLE if p in getattr(adapter, "policies", POLICIES)]
         outcomes = [certify_policy(adapter, policy, args.profile, args.seed, pins) for policy in policies]
         if args.report is not None:
             args.report.mkdir(parents=True, exist_ok=True)

@@ -105,12 +105,12 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("kvspec_adapter")
     if not spec:
         return
-    from kvspec.reference import POLICIES
+    from kvspec.conformance.cli import CERTIFIABLE
 
     policies = config.getoption("kvspec_policies") or []
-    unknown = [policy for policy in policies if policy not in POLICIES]
+    unknown = [policy for policy in policies if policy not in CERTIFIABLE]
     if unknown:
-        raise pytest.UsageError(f"--kvspec-policy {', '.join(unknown)}: not one of {', '.join(POLICIES)}")
+        raise pytest.UsageError(f"--kvspec-policy {', '.join(unknown)}: not one of {', '.join(CERTIFIABLE)}")
     config.stash[SESSION_KEY] = Session(
         spec, list(dict.fromkeys(policies)), config.getoption("kvspec_profile"), config.getoption("kvspec_seed")
     )
@@ -131,13 +131,14 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
         return report
     policies = certification.policies
     if not policies:
+        from kvspec.conformance.cli import CERTIFIABLE
         from kvspec.reference import POLICIES
 
         try:
             adapter = certification.adapter()
         except CertifyError as error:
             raise pytest.UsageError(str(error)) from None
-        policies = [policy for policy in POLICIES if policy in getattr(adapter, "policies", POLICIES)]
+        policies = [policy for policy in CERTIFIABLE if policy in getattr(adapter, "policies", POLICIES)]
     report.result.extend(
         CertifyItem.from_parent(collector, name=f"kvspec-certify[{policy}]", nodeid=f"kvspec-certify[{policy}]", policy=policy)
         for policy in policies

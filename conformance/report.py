@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.reference import SPEC_VERSION
 from kvspec.reference.validation import INT64_MAX
@@ -26,9 +27,15 @@ CHECKED_CLAUSES = (
     "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-S-4", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
     "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-ACCESS-1", "LRU-EVICT-1",
     "LRU-ADMIT-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
+    # conformance/benefit_machine.py
+    "BEN-CONF-8", "BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-CLOCK-2", "BEN-CLOCK-3",
+    "BEN-CLOCK-4", "BEN-HIT-1", "BEN-HIT-2", "BEN-MISS-1", "BEN-GRACE-1", "BEN-GRACE-2", "BEN-DECAY-1", "BEN-DECAY-2",
+    "BEN-DECAY-3", "BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4", "BEN-SCORE-4", "BEN-LEDGER-5", "BEN-ARITH-3", "BEN-CAP-1",
+    "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-CAP-5", "BEN-VICTIM-2", "BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-VICTIM-5",
+    "BEN-REMOVE-1",
 )
 Verdict = Literal["pass", "fail", "inconclusive"]
-OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}
+OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-", "benefit": "BEN-"}
 
 
 class Failure(BaseModel):
@@ -50,7 +57,7 @@ class Failure(BaseModel):
 class PolicyVerdict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    policy: Literal["s3fifo", "lru", "fifo"]
+    policy: Literal["s3fifo", "lru", "fifo", "benefit"]
     conforms: bool
     examples_per_second: float
     clauses: dict[str, Verdict] = Field(
@@ -76,7 +83,8 @@ class Report(BaseModel):
 
 
 def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...]) -> dict[str, Verdict]:
-    relevant = [c for c in CHECKED_CLAUSES if c.startswith("REPLAY-") or c.startswith(OWN_PREFIX[policy])]
+    replay = policy != "benefit"
+    relevant = [c for c in CHECKED_CLAUSES if c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))]
     return {clause: "pass" if conforms else "fail" if clause in failed else "inconclusive" for clause in relevant}
 
 
@@ -112,7 +120,7 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
                    trace_file=trace_file, replay_command=command, steps=finding.steps)
 
 
-def build_report(adapter_spec: str, adapter: Adapter, profile: str, seed_value: int, pins: Pins, outcomes: list[Outcome],
+def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter, profile: str, seed_value: int, pins: Pins, outcomes: list[Outcome],
                  directory: Path) -> Report:
     verdicts = [
         PolicyVerdict(

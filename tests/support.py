@@ -1,6 +1,10 @@
 """Small helpers the policy tests share."""
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import icontract
@@ -29,3 +33,16 @@ def reference_state(policy: object) -> object:
         return list(policy.recency)
     assert isinstance(policy, FIFO)
     return list(policy.arrival)
+
+
+def certify_report(adapter: str, policy: str, directory: Path) -> tuple[int, Any]:
+    """`kvspec certify` (quick profile, seed 0) in a process of its own with the reference's
+    contracts off, as a user runs it: the exit status and the report. The galleries' mutants are
+    certified this way, so that their many shrinking runs do not pay for the O(state) checks the
+    rest of the suite runs with."""
+    from kvspec.conformance.report import Report
+
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", adapter, "--policy", policy,
+                          "--report", str(directory)], capture_output=True, text=True, timeout=600, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert run.returncode in (0, 3), run.stderr
+    return run.returncode, Report.model_validate_json((directory / "report.json").read_text())

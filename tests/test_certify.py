@@ -18,6 +18,8 @@ from kvspec.conformance.machine import Pins
 from kvspec.conformance.mutants import FACTORIES, MUTANTS, canonical
 from kvspec.reference import POLICIES
 
+from support import certify_report
+
 ROOT = Path(__file__).resolve().parent.parent
 NODE_EXAMPLE = ROOT / "examples" / "s3fifo-node" / "server.js"
 
@@ -63,14 +65,15 @@ def clauses_named(breaks: str) -> set[str]:
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_the_quick_profile_catches_every_mutant_and_diagnoses_the_clause_it_breaks(name: str) -> None:
+def test_the_quick_profile_catches_every_mutant_and_diagnoses_the_clause_it_breaks(name: str, tmp_path: Path) -> None:
     """conformance/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
     the mutant's mistake to."""
-    outcome = certify_policy(FACTORIES[name](), "s3fifo", "quick")
-    assert not outcome.conforms, "the mutant conforms"
-    first = outcome.findings[0]
-    assert first.divergence is not None and first.divergence.clauses[0] in clauses_named(MUTANTS[name].breaks), outcome.message
-    assert first.message.startswith(first.divergence.clauses[0])
+    status, report = certify_report(f"python:kvspec.conformance.mutants:{name.replace('-', '_')}", "s3fifo", tmp_path)
+    (verdict,) = report.policies
+    assert status == 3 and not verdict.conforms, "the mutant conforms"
+    first = verdict.failures[0]
+    assert first.clauses[0] in clauses_named(MUTANTS[name].breaks), first.message
+    assert first.message.startswith(first.clauses[0])
 
 
 def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
@@ -89,10 +92,11 @@ def test_the_cli_exits_3_and_names_the_clause_for_a_mutant() -> None:
     assert "s3fifo: DOES NOT CONFORM" in run.stdout and "REPLAY-HIT-1" in run.stdout
 
 
-def test_the_same_seed_gives_the_same_verdict() -> None:
-    first = certify_policy(FACTORIES["no-min-clamp"](), "s3fifo", "quick", 11)
-    second = certify_policy(FACTORIES["no-min-clamp"](), "s3fifo", "quick", 11)
-    assert (first.conforms, first.message) == (second.conforms, second.message)
+def test_the_same_seed_gives_the_same_verdict(tmp_path: Path) -> None:
+    adapter = "python:kvspec.conformance.mutants:no_min_clamp"
+    first = certify_report(adapter, "s3fifo", tmp_path / "first")[1].policies[0].failures
+    second = certify_report(adapter, "s3fifo", tmp_path / "second")[1].policies[0].failures
+    assert first and [(f.message, f.steps) for f in first] == [(f.message, f.steps) for f in second]
 
 
 def trace_file(path: Path, *requests: list[int]) -> Path:

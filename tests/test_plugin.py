@@ -74,7 +74,7 @@ def test_without_policies_every_policy_is_an_item_and_k_selects_among_them(pytes
     result = pytester.runpytest_subprocess(
         "--kvspec-adapter=reference", "--collect-only", "-q", "-k", "not s3fifo", "-p", "no:cacheprovider"
     )
-    result.stdout.fnmatch_lines(["kvspec-certify?lru?", "kvspec-certify?fifo?", "2/3 tests collected (1 deselected)*"])
+    result.stdout.fnmatch_lines(["kvspec-certify?lru?", "kvspec-certify?fifo?", "kvspec-certify?benefit?", "3/4 tests collected (1 deselected)*"])
 
 
 def test_a_bad_adapter_spec_or_policy_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -1,0 +1,219 @@
+"""The benefit-policy certification machine: every operation of spec/benefit.md goes to the
+implementation and to the reference, and their decisions, reasons, victims (in order), cap
+repairs and, at the state level, clocks, scores, weights, ghosts and probation charges must
+agree after each one.
+
+Keys and segments come from small pools, so that hits, removals, ghost take-overs, shared
+segments and size conflicts happen within a few steps; costs include invalid samples and samples
+without net benefit; pressures include NaN and the infinities; configurations go around every
+edge, refused ones included.
+"""
+
+from typing import no_type_check
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+
+from kvspec.adapters.benefit import BenefitAdapter, BenefitState, state_of
+from kvspec.adapters.interface import ConfigRefused
+from kvspec.reference import ConfigError
+from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample, Victims
+from kvspec.reference.benefit.selection import physical_release
+
+from .lockstep import Divergence
+
+KEYS = st.integers(1, 5)
+PINNED = st.frozensets(KEYS, max_size=2)
+NAN, INF = float("nan"), float("inf")
+FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(60.0, 10.0), CostSample(20.0, 20.0),
+               CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0)]
+# Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
+COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(
+    lambda i: st.just(FIXED_COSTS[i]) if i < len(FIXED_COSTS) else st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
+)
+SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
+
+
+@no_type_check  # typeguard cannot check Hypothesis's DrawFn
+@st.composite
+def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
+    """Distinct segments of consistent sizes, mostly; now and then a conflicting size or a
+    repeated id (BEN-ADMIT-1)."""
+    ids = draw(st.lists(st.sampled_from(sorted(SEGMENT_SIZES)), unique=True, max_size=3))
+    shared = [(i, SEGMENT_SIZES[i]) for i in ids]
+    flaw = draw(st.integers(0, 7))
+    if shared and flaw == 0:
+        shared[-1] = (shared[-1][0], shared[-1][1] + 1)
+    if shared and flaw == 1:
+        shared.append(shared[0])
+    return shared
+
+
+def configs() -> st.SearchStrategy[BenefitConfig]:
+    return st.builds(
+        BenefitConfig,
+        probation_byte_budget=st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64),
+        persistence_hit_threshold=st.sampled_from([1, 2, 3]) | st.integers(0, 4),
+        min_reuse_probability=st.sampled_from([0.0, 0.01, 0.5, 1.0]),
+        decay_factor=st.sampled_from([0.5, 0.9, 0.99]),
+        grace_observations=st.sampled_from([0, 1, 3, 32]),
+        ghost_capacity=st.sampled_from([0, 1, 2, 4096]),
+        ghost_max_age_observations=st.sampled_from([0, 2, 5, 1024]),
+    )
+
+
+class BenefitMachine(RuleBasedStateMachine):
+    """Subclassed by ``benefit_machine_for`` with the adapter under test."""
+
+    adapter: BenefitAdapter
+    examples: int = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).examples += 1
+        self.reference: BenefitPolicy | None = None
+        self.step = 0
+
+    def diverge(self, clauses: list[str], detail: str, expected: object, actual: object) -> Divergence:
+        return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[])
+
+    @initialize(config=configs())
+    def configure(self, config: BenefitConfig) -> None:
+        """BEN-CONF-8: both accept the configuration, or both refuse it."""
+        try:
+            self.reference = BenefitPolicy(config)
+            refused_by = None
+        except ConfigError as error:
+            refused_by = error.clause
+        try:
+            self.adapter.configure_benefit(config)
+            accepted = True
+        except ConfigRefused:
+            accepted = False
+        if (refused_by is None) != accepted:
+            clause = refused_by or "BEN-CONF-8"
+            raise self.diverge([clause, "BEN-CONF-8"], f"{config}: expected {'refused' if refused_by else 'accepted'}",
+                               "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
+        if refused_by is not None:
+            self.reference = None
+
+    def agree(self, operation: str, clauses: list[str], expected: object, actual: object) -> None:
+        """The results of one operation, then (state level) the whole state, must agree."""
+        if expected != actual:
+            raise self.diverge(clauses, f"{operation}: expected {expected!r}, got {actual!r}", expected, actual)
+        if self.adapter.level == "state":
+            assert self.reference is not None
+            want, got = state_of(self.reference), self.adapter.benefit_state()
+            if want != got:
+                raise self.diverge(state_clauses(operation, want, got), f"after {operation}: expected {want}, got {got}", want, got)
+
+    @rule(key=KEYS, exclusive=st.sampled_from([0, 1, 3, 8, 10, 16]), shared=shared_segments(), cost=COSTS, pinned=PINNED)
+    def offer(self, key: int, exclusive: int, shared: list[tuple[int, int]], cost: CostSample, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        expected = self.reference.consider_admission(key, exclusive, shared, cost, pinned)
+        actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
+        clauses = ["BEN-CAP-1", "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-LEDGER-5"] if expected[:2] == actual[:2] else \
+            ["BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6"]
+        self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})", clauses, expected, actual)
+
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
+    def twins(self, keys: list[int], exclusive: int, cost: CostSample) -> None:
+        """Two entries offered and hit alike, the larger key first: their scores tie (BEN-VICTIM-2)."""
+        for key in sorted(keys, reverse=True):
+            self.offer(key, exclusive, [], cost, frozenset())
+        for key in sorted(keys, reverse=True):
+            self.hit(key, cost)
+
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=st.sampled_from(sorted(SEGMENT_SIZES)),
+          exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
+    def shared_prefix(self, keys: list[int], segment: int, exclusive: int, cost: CostSample) -> None:
+        """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4)."""
+        for key in keys:
+            self.offer(key, exclusive, [(segment, SEGMENT_SIZES[segment])], cost, frozenset())
+
+    @rule(key=KEYS, cost=COSTS)
+    def hit(self, key: int, cost: CostSample) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        expected, actual = self.reference.record_hit(key, cost), self.adapter.record_hit(key, cost)
+        self.agree(f"record_hit({key}, {cost})", ["BEN-HIT-2", "BEN-HIT-1"], expected, actual)
+
+    @rule(key=KEYS)
+    def miss(self, key: int) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.reference.record_miss(key)
+        self.adapter.record_miss(key)
+        self.agree(f"record_miss({key})", ["BEN-MISS-1"], None, None)
+
+    @rule(pressure=st.sampled_from([0.0, 0.5, 1.0, NAN, INF, -INF, 2.0]) | st.floats(0.0, 1.0))
+    def pressure(self, pressure: float) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.reference.observe_pressure(pressure)
+        self.adapter.observe_pressure(pressure)
+        self.agree(f"observe_pressure({pressure})", ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
+
+    @rule(bytes_to_free=st.sampled_from([1, 2, 5, 10, 20]) | st.integers(0, 60), pinned=PINNED)
+    def victims(self, bytes_to_free: int, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        expected = self.reference.choose_victims(bytes_to_free, pinned)
+        actual = self.adapter.choose_victims(bytes_to_free, pinned)
+        clauses = victim_clauses(self.reference, expected, actual, pinned)
+        self.agree(f"choose_victims({bytes_to_free}, {set(pinned)})", clauses, expected, actual)
+
+    @rule(pinned=PINNED)
+    def cap(self, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        expected = self.reference.select_probation_cap_victims(pinned)
+        actual = self.adapter.select_probation_cap_victims(pinned)
+        clauses = ["BEN-CAP-5"] if set(actual.victims) & pinned else ["BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-LEDGER-5", "BEN-ARITH-3"]
+        self.agree(f"select_probation_cap_victims({set(pinned)})", clauses, expected, actual)
+
+    @rule(key=KEYS, pinned=PINNED)
+    def remove(self, key: int, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        removed = self.reference.remove(key, pinned)
+        expected = None if removed is None else removed[1]
+        actual = self.adapter.remove(key, pinned)
+        self.agree(f"remove({key}, {set(pinned)})", ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
+
+
+def victim_clauses(reference: BenefitPolicy, expected: Victims, actual: Victims, pinned: frozenset[int]) -> list[str]:
+    """The clause a victim list that differs points at first."""
+    keys, want_keys = actual.keys, expected.keys
+    if set(keys) & pinned:
+        return ["BEN-VICTIM-5"]
+    if set(keys) <= set(reference.entries) and actual.freed != physical_release(reference.entries, reference.ledger, keys):
+        return ["BEN-VICTIM-4"]  # not the bytes these victims would release
+    if sorted(keys) == sorted(want_keys):
+        return ["BEN-VICTIM-2"]  # the same victims in another order
+    if set(want_keys) < set(keys) or set(keys) < set(want_keys):
+        return ["BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-GRACE-2"]  # stopped too early or too late
+    return ["BEN-VICTIM-2", "BEN-VICTIM-3", "BEN-GRACE-1"]
+
+
+def state_clauses(operation: str, expected: BenefitState, actual: BenefitState) -> list[str]:
+    """The clause a state that differs points at first."""
+    if expected.clock != actual.clock:
+        return ["BEN-ADMIT-2", "BEN-CLOCK-2"] if operation.startswith("consider_admission") else ["BEN-CLOCK-3", "BEN-CLOCK-4"]
+    if expected.ghosts != actual.ghosts:
+        return ["BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4"]
+    if expected.probation_charge != actual.probation_charge:
+        return ["BEN-LEDGER-5", "BEN-ARITH-3"]
+    return ["BEN-SCORE-4", "BEN-HIT-1", "BEN-MISS-1", "BEN-DECAY-2", "BEN-ADMIT-5"]
+
+
+def benefit_machine_for(adapter: BenefitAdapter) -> type[BenefitMachine]:
+    return type("CertifyBenefit", (BenefitMachine,), {"adapter": adapter})
