@@ -80,11 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     versus = commands.add_parser(
         "compare",
         help="the benefit policy against LRU on the seeded traces (spec/benefit.md)",
-        description="Replay the four seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
+        description="Replay the seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
     )
     versus.add_argument("--capacity", type=typed(int, "BEN-CMP-1", "capacity must be an integer number of bytes"),
-                        help="bytes, for every trace (default: 64 MiB, and 256 MiB for mixed_size)")
+                        help="bytes, for every trace (default: 64 MiB, and 256 MiB for the two mixed-size traces)")
     versus.add_argument("--plot", type=Path, default=Path("kvspec-compare.png"), help="the plot (.png, .svg or .pdf; default kvspec-compare.png)")
     versus.add_argument("--no-plot", action="store_true", help="print the table only")
     versus.add_argument("--output", type=Path, help="also write the rows as JSON here (written whole or not at all)")
