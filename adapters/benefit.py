@@ -127,7 +127,3 @@ class ReferenceBenefitAdapter:
 
     def close(self) -> None:
         self.policy = BenefitPolicy()
-
-
-def reference() -> ReferenceBenefitAdapter:
-    return ReferenceBenefitAdapter()

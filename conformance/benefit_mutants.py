@@ -8,7 +8,7 @@ the spec (tests/test_benefit_certify.py). Use them as adapters:
 """
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kvspec.adapters.benefit import BenefitState, EntryView
@@ -331,7 +331,6 @@ class NoKeyTiebreak(CanonicalBenefit):
 MUTANTS: dict[str, type[CanonicalBenefit]] = {
     cls.name: cls for cls in (PerEntryRounding, FractionalRelease, GraceNeverWaived, PinnedEvictable, GhostsLost, RejectAdvancesClock, NoKeyTiebreak)
 }
-FACTORIES: dict[str, Callable[[], CanonicalBenefit]] = {name: cls for name, cls in MUTANTS.items()}
 
 
 def canonical() -> CanonicalBenefit:

@@ -23,6 +23,7 @@ from importlib.metadata import version
 import libcachesim
 
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 from kvspec.reference.s3fifo import small_cap_for
 
 UINT64 = (1 << 64) - 1  # libCacheSim's obj_id is unsigned; kvspec's hash ids are signed (F-9)
@@ -56,12 +57,7 @@ class LibCacheSimS3FIFO:
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         cache = self.configured()
-        k = 0
-        for h in hash_ids:
-            if cache.find(request(h), update_cache=False) is None:
-                break
-            k += 1
-        return min(k * self.block_size, input_length)
+        return hit_tokens(prefix_hit_blocks(hash_ids, lambda h: cache.find(request(h), update_cache=False) is not None), self.block_size, input_length)
 
     def access(self, hash_ids: list[int]) -> None:
         cache = self.configured()

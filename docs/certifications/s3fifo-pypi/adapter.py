@@ -17,6 +17,7 @@ from importlib.metadata import version
 from s3fifo import S3FIFOCache
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
+from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 from kvspec.reference.s3fifo import small_cap_for
 
 
@@ -43,12 +44,7 @@ class S3fifoPackage:
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         cache = self.configured()
-        k = 0
-        for h in hash_ids:
-            if h not in cache:
-                break
-            k += 1
-        return min(k * self.block_size, input_length)
+        return hit_tokens(prefix_hit_blocks(hash_ids, cache.__contains__), self.block_size, input_length)
 
     def access(self, hash_ids: list[int]) -> None:
         cache = self.configured()
