@@ -9,7 +9,7 @@ score, every ghost, and the probation charge.
 from dataclasses import dataclass
 from typing import Protocol
 
-from kvspec.reference import SPEC_VERSION, ConfigError
+from kvspec.reference import SPEC_VERSION, ConfigError, KvspecError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.score import score
 from kvspec.reference.benefit.selection import probation_charge
@@ -91,11 +91,18 @@ class ReferenceBenefitAdapter:
     policies = ("benefit",)
 
     def __init__(self) -> None:
-        self.policy = BenefitPolicy()
+        self._benefit: BenefitPolicy | None = None
+
+    @property
+    def policy(self) -> BenefitPolicy:
+        if self._benefit is None:
+            raise KvspecError("PROTO-20: no benefit policy is configured (configure_benefit first, or the last one was refused)")
+        return self._benefit
 
     def configure_benefit(self, config: BenefitConfig) -> None:
+        self._benefit = None  # PROTO-20: refused or not, the earlier policy is gone
         try:
-            self.policy = BenefitPolicy(config)
+            self._benefit = BenefitPolicy(config)
         except ConfigError as error:
             raise ConfigRefused(str(error)) from error
 
@@ -126,4 +133,4 @@ class ReferenceBenefitAdapter:
         return state_of(self.policy)
 
     def close(self) -> None:
-        self.policy = BenefitPolicy()
+        self._benefit = None

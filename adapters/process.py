@@ -22,26 +22,47 @@ from typing import IO, Any, NoReturn, Self
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from kvspec.reference import KvspecError
+from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 
+from .benefit import BenefitState, EntryView
 from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
 from .protocol import (
     CONFIGURE_REPLY,
     PROTOCOL_VERSION,
     AccessReply,
     AccessRequest,
+    BenefitStateReply,
+    BenefitStateRequest,
+    CapRepairReply,
+    ChooseVictimsRequest,
+    ConfigureBenefitRequest,
     ConfigureRequest,
+    ConsiderAdmissionRequest,
+    DecisionReply,
     ErrorReply,
     HitTokensReply,
     HitTokensRequest,
+    ObservePressureRequest,
+    RecordHitRequest,
+    RecordMissRequest,
     RefusedReply,
+    RemoveRequest,
     ResidentCountReply,
     ResidentCountRequest,
+    SelectProbationCapVictimsRequest,
     SnapshotReply,
     SnapshotRequest,
     StartReply,
     StartRequest,
     StopRequest,
+    VictimsReply,
+    WireBenefitConfig,
+    WireCapRepair,
     WireConfig,
+    WireCost,
+    WireDecision,
+    from_double,
+    to_double,
 )
 
 MAX_LINE = 1 << 28  # a reply longer than 256 MiB is a failure, not an out-of-memory
@@ -93,6 +114,25 @@ def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
                 tail.append(text if len(text) <= STDERR_LINE_CHARS else text[:STDERR_LINE_CHARS] + "...")
     except (OSError, ValueError):
         pass
+
+
+ACCESS_REPLY: TypeAdapter[Any] = TypeAdapter(AccessReply)
+DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
+VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
+CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
+BENEFIT_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(BenefitStateReply)
+
+
+def wire_cost(cost: CostSample) -> WireCost:
+    return WireCost(cold_prefill_cost=to_double(cost.cold_prefill_cost), restore_cost=to_double(cost.restore_cost))
+
+
+def cap_of(wire: WireCapRepair) -> CapRepair:
+    return CapRepair(wire.status, tuple(wire.victims), wire.shortfall)
+
+
+def decision_of(wire: WireDecision) -> Decision:
+    return Decision(wire.kind, wire.reason, None if wire.cap is None else cap_of(wire.cap))
 
 
 class ProcessAdapter:
@@ -197,6 +237,81 @@ class ProcessAdapter:
             SnapshotRequest(cmd="snapshot", seq=self._seq), TypeAdapter(SnapshotReply), 'a snapshot reply ({"small", "main", "ghost"})'
         )
         return Snapshot(small=tuple(reply.small), main=tuple(reply.main), ghost=tuple(reply.ghost))
+
+    # The BenefitAdapter methods (PROTO-20 to PROTO-28) -----------------------------------------
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        """PROTO-20, PROTO-8."""
+        try:
+            wire = WireBenefitConfig.model_validate(
+                {**vars(config), "min_reuse_probability": to_double(config.min_reuse_probability), "decay_factor": to_double(config.decay_factor)}
+            )
+        except (ValidationError, TypeError, ValueError, OverflowError) as error:
+            raise KvspecError(f"{self.name}: this config cannot be sent over the adapter protocol: {error}") from error
+        request = ConfigureBenefitRequest(cmd="configure_benefit", seq=self._seq, config=wire)
+        reply = self._call(request, CONFIGURE_REPLY, 'a configure_benefit reply ({"ok": ...})')
+        if isinstance(reply, RefusedReply):
+            raise ConfigRefused(reply.refused)
+
+    def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
+                           pinned: frozenset[int]) -> Decision:
+        """PROTO-21."""
+        request = ConsiderAdmissionRequest(cmd="consider_admission", seq=self._seq, key=key, exclusive_bytes=exclusive_bytes,
+                                           shared=shared, cost=wire_cost(cost), pinned=sorted(pinned))
+        reply: DecisionReply = self._call(request, DECISION_REPLY, 'a consider_admission reply ({"decision": {...}})')
+        if reply.decision is None:
+            self._fail("consider_admission", request.seq, "a null decision", 'a consider_admission reply ({"decision": {...}})')
+        return decision_of(reply.decision)
+
+    def record_hit(self, key: int, cost: CostSample) -> Decision | None:
+        """PROTO-22."""
+        request = RecordHitRequest(cmd="record_hit", seq=self._seq, key=key, cost=wire_cost(cost))
+        reply: DecisionReply = self._call(request, DECISION_REPLY, 'a record_hit reply ({"decision": {...} or null})')
+        return None if reply.decision is None else decision_of(reply.decision)
+
+    def record_miss(self, key: int) -> None:
+        """PROTO-23."""
+        self._call(RecordMissRequest(cmd="record_miss", seq=self._seq, key=key), ACCESS_REPLY, 'a record_miss reply ({"ok": true})')
+
+    def observe_pressure(self, pressure: float) -> None:
+        """PROTO-24."""
+        request = ObservePressureRequest(cmd="observe_pressure", seq=self._seq, pressure=to_double(pressure))
+        self._call(request, ACCESS_REPLY, 'an observe_pressure reply ({"ok": true})')
+
+    def choose_victims(self, bytes_to_free: int, pinned: frozenset[int]) -> Victims:
+        """PROTO-25."""
+        request = ChooseVictimsRequest(cmd="choose_victims", seq=self._seq, bytes_to_free=bytes_to_free, pinned=sorted(pinned))
+        reply: VictimsReply = self._call(request, VICTIMS_REPLY, 'a choose_victims reply ({"keys": [...], "freed": n})')
+        return Victims(tuple(reply.keys), reply.freed)
+
+    def select_probation_cap_victims(self, pinned: frozenset[int]) -> CapRepair:
+        """PROTO-26."""
+        request = SelectProbationCapVictimsRequest(cmd="select_probation_cap_victims", seq=self._seq, pinned=sorted(pinned))
+        expected = 'a select_probation_cap_victims reply ({"cap": {...}})'
+        reply: CapRepairReply = self._call(request, CAP_REPAIR_REPLY, expected)
+        if reply.cap is None:
+            self._fail("select_probation_cap_victims", request.seq, "a null cap repair", expected)
+        return cap_of(reply.cap)
+
+    def remove(self, key: int, pinned: frozenset[int]) -> CapRepair | None:
+        """PROTO-27."""
+        request = RemoveRequest(cmd="remove", seq=self._seq, key=key, pinned=sorted(pinned))
+        reply: CapRepairReply = self._call(request, CAP_REPAIR_REPLY, 'a remove reply ({"cap": {...} or null})')
+        return None if reply.cap is None else cap_of(reply.cap)
+
+    def benefit_state(self) -> BenefitState:
+        """PROTO-28: asked only of a "state"-level implementation (PROTO-6)."""
+        if self.level != "state":
+            raise KvspecError(f"{self.name}: PROTO-6: the state is asked only of a state-level implementation, and this one is {self.level!r}")
+        request = BenefitStateRequest(cmd="benefit_state", seq=self._seq)
+        reply: BenefitStateReply = self._call(request, BENEFIT_STATE_REPLY, 'a benefit_state reply ({"clock", "entries", "ghosts", ...})')
+        entries = tuple(
+            EntryView(e.key, e.state, e.hits, e.misses, from_double(e.rw), from_double(e.ow), e.last_observation,
+                      None if e.score is None else from_double(e.score))
+            for e in reply.entries
+        )
+        ghosts = tuple((g.key, g.hits, from_double(g.rw), from_double(g.ow), g.last_observation) for g in reply.ghosts)
+        return BenefitState(reply.clock, entries, ghosts, reply.probation_charge)
 
     def close(self) -> None:
         """PROTO-13: send stop, give the process STOP_GRACE seconds to exit 0, then kill it.

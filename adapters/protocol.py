@@ -10,6 +10,7 @@ them (PROTO-16):
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -28,6 +29,13 @@ ConfigInt = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Seq = Count  # PROTO-2
 Blocks = Annotated[list[HashId], Field(min_length=1)]
 Entries = list[tuple[HashId, Count]]
+Policy = Literal["s3fifo", "lru", "fifo", "benefit"]  # PROTO-6
+# PROTO-19: the benefit policy's keys and segment ids are unsigned (BEN-KEY-1); a double is a
+# JSON number, or one of three strings for the values JSON has no number for.
+Key = Annotated[int, Field(ge=0, le=2**64 - 1)]
+NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+Double = Annotated[float, Field(allow_inf_nan=False)] | Literal["NaN", "Infinity", "-Infinity"]
+Pinned = list[Key]
 
 
 class Message(BaseModel):
@@ -98,6 +106,103 @@ class SnapshotRequest(Message):
     seq: Seq
 
 
+class WireBenefitConfig(Message):
+    """PROTO-20: the seven knobs of BEN-CONF-1 to BEN-CONF-7, in the full signed range (PROTO-8)."""
+
+    probation_byte_budget: ConfigInt
+    persistence_hit_threshold: ConfigInt
+    min_reuse_probability: Double
+    decay_factor: Double
+    grace_observations: ConfigInt
+    ghost_capacity: ConfigInt
+    ghost_max_age_observations: ConfigInt
+
+
+class ConfigureBenefitRequest(Message):
+    """PROTO-20: an empty benefit policy, replacing any earlier cache or policy."""
+
+    cmd: Literal["configure_benefit"]
+    seq: Seq
+    config: WireBenefitConfig
+
+
+class WireCost(Message):
+    """PROTO-21: one cost sample (BEN-COST-1); invalid samples travel too (PROTO-19)."""
+
+    cold_prefill_cost: Double
+    restore_cost: Double
+
+
+class ConsiderAdmissionRequest(Message):
+    """PROTO-21: consider_admission (BEN-ADMIT-1 to BEN-ADMIT-9)."""
+
+    cmd: Literal["consider_admission"]
+    seq: Seq
+    key: Key
+    exclusive_bytes: Count
+    shared: list[tuple[Key, Count]]
+    cost: WireCost
+    pinned: Pinned
+
+
+class RecordHitRequest(Message):
+    """PROTO-22: record_hit (BEN-HIT-1, BEN-HIT-2)."""
+
+    cmd: Literal["record_hit"]
+    seq: Seq
+    key: Key
+    cost: WireCost
+
+
+class RecordMissRequest(Message):
+    """PROTO-23: record_miss (BEN-MISS-1)."""
+
+    cmd: Literal["record_miss"]
+    seq: Seq
+    key: Key
+
+
+class ObservePressureRequest(Message):
+    """PROTO-24: observe_pressure (BEN-DECAY-1 to BEN-DECAY-3); NaN and the infinities travel too."""
+
+    cmd: Literal["observe_pressure"]
+    seq: Seq
+    pressure: Double
+
+
+class ChooseVictimsRequest(Message):
+    """PROTO-25: choose_victims (BEN-VICTIM-1 to BEN-VICTIM-5); selection only."""
+
+    cmd: Literal["choose_victims"]
+    seq: Seq
+    bytes_to_free: Count
+    pinned: Pinned
+
+
+class SelectProbationCapVictimsRequest(Message):
+    """PROTO-26: select_probation_cap_victims (BEN-CAP-1 to BEN-CAP-5); selection only."""
+
+    cmd: Literal["select_probation_cap_victims"]
+    seq: Seq
+    pinned: Pinned
+
+
+class RemoveRequest(Message):
+    """PROTO-27: remove (BEN-REMOVE-1)."""
+
+    cmd: Literal["remove"]
+    seq: Seq
+    key: Key
+    pinned: Pinned
+
+
+class BenefitStateRequest(Message):
+    """PROTO-28: only asked of a "state"-level implementation."""
+
+    cmd: Literal["benefit_state"]
+    seq: Seq
+
+
 class StopRequest(Message):
     """PROTO-13: no reply; the process exits with status 0."""
 
@@ -106,7 +211,9 @@ class StopRequest(Message):
 
 
 Request = Annotated[
-    StartRequest | ConfigureRequest | HitTokensRequest | AccessRequest | ResidentCountRequest | SnapshotRequest | StopRequest,
+    StartRequest | ConfigureRequest | HitTokensRequest | AccessRequest | ResidentCountRequest | SnapshotRequest | StopRequest
+    | ConfigureBenefitRequest | ConsiderAdmissionRequest | RecordHitRequest | RecordMissRequest | ObservePressureRequest
+    | ChooseVictimsRequest | SelectProbationCapVictimsRequest | RemoveRequest | BenefitStateRequest,
     Field(discriminator="cmd"),
 ]
 REQUEST: TypeAdapter[Any] = TypeAdapter(Request)
@@ -130,7 +237,7 @@ class StartReply(Message):
     protocol: Count
     implementation: Implementation
     level: Literal["results", "state"]
-    policies: Annotated[list[Literal["s3fifo", "lru", "fifo"]], Field(min_length=1)]
+    policies: Annotated[list[Policy], Field(min_length=1)]
 
 
 class ConfiguredReply(Message):
@@ -182,6 +289,77 @@ class SnapshotReply(Message):
     ghost: list[HashId]
 
 
+class WireCapRepair(Message):
+    """PROTO-21, PROTO-26, PROTO-27: a probation-cap repair (BEN-CAP-4), victims in order."""
+
+    status: Literal["satisfied", "deferred"]
+    victims: list[Key]
+    shortfall: Count
+
+
+class WireDecision(Message):
+    """PROTO-21, PROTO-22: a decision, its opaque reason token (BEN-ADMIT-9) and its cap repair."""
+
+    kind: Literal["admit-probation", "admit-persist", "reject", "promote"]
+    reason: str
+    cap: WireCapRepair | None
+
+
+class DecisionReply(Message):
+    """PROTO-21, PROTO-22: ``decision`` is null where record_hit decides nothing."""
+
+    seq: Seq
+    decision: WireDecision | None
+
+
+class VictimsReply(Message):
+    """PROTO-25: the victims in the order chosen, and the bytes they would release."""
+
+    seq: Seq
+    keys: list[Key]
+    freed: Count
+
+
+class CapRepairReply(Message):
+    """PROTO-26, PROTO-27: ``cap`` is null where remove finds no such key."""
+
+    seq: Seq
+    cap: WireCapRepair | None
+
+
+class WireEntry(Message):
+    """PROTO-28: one entry (BEN-ENTRY-1) with its score, null where it has none (BEN-SCORE-1 to BEN-SCORE-4)."""
+
+    key: Key
+    state: Literal["probation", "admitted"]
+    hits: Count
+    misses: Count
+    rw: Double
+    ow: Double
+    last_observation: Count
+    score: Double | None
+
+
+class WireGhost(Message):
+    """PROTO-28: one ghost (BEN-GHOST-1)."""
+
+    key: Key
+    hits: Count
+    rw: Double
+    ow: Double
+    last_observation: Count
+
+
+class BenefitStateReply(Message):
+    """PROTO-28: the clock, entries and ghosts in ascending key order, and the probation charge."""
+
+    seq: Seq
+    clock: Count
+    entries: list[WireEntry]
+    ghosts: list[WireGhost]
+    probation_charge: Count
+
+
 class ErrorReply(Message):
     """PROTO-14: the implementation failed internally."""
 
@@ -205,8 +383,33 @@ SCHEMAS: dict[str, TypeAdapter[Any]] = {
     "snapshot-request": TypeAdapter(SnapshotRequest),
     "snapshot-reply": TypeAdapter(SnapshotReply),
     "stop-request": TypeAdapter(StopRequest),
+    "configure_benefit-request": TypeAdapter(ConfigureBenefitRequest),
+    "consider_admission-request": TypeAdapter(ConsiderAdmissionRequest),
+    "record_hit-request": TypeAdapter(RecordHitRequest),
+    "record_miss-request": TypeAdapter(RecordMissRequest),
+    "observe_pressure-request": TypeAdapter(ObservePressureRequest),
+    "choose_victims-request": TypeAdapter(ChooseVictimsRequest),
+    "select_probation_cap_victims-request": TypeAdapter(SelectProbationCapVictimsRequest),
+    "remove-request": TypeAdapter(RemoveRequest),
+    "benefit_state-request": TypeAdapter(BenefitStateRequest),
+    "decision-reply": TypeAdapter(DecisionReply),
+    "victims-reply": TypeAdapter(VictimsReply),
+    "cap_repair-reply": TypeAdapter(CapRepairReply),
+    "benefit_state-reply": TypeAdapter(BenefitStateReply),
     "error-reply": TypeAdapter(ErrorReply),
 }
+
+
+def to_double(value: float) -> float | str:
+    """PROTO-19: a double as it travels."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def from_double(value: float | str) -> float:
+    """PROTO-19: a double as it arrived."""
+    return NON_FINITE[value] if isinstance(value, str) else float(value)
 
 
 def schema_texts() -> dict[str, str]:

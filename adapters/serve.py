@@ -1,10 +1,13 @@
-"""The reference harness server: ``python -m kvspec.adapters.serve`` (PROTO-17).
+"""The reference harness server: ``python -m kvspec.adapters.serve [ADAPTER]`` (PROTO-17).
 
 It speaks the adapter protocol (spec/adapter-protocol.md) on stdin and stdout, backed by
 ReferenceAdapter, so that the reference can be certified through the subprocess adapter kind
-like any other implementation. ``serve`` serves any Python Adapter the same way.
+like any other implementation. Given ``python:module:factory``, it serves that in-process
+adapter the same way (the mutant galleries, for one, so that the tests see them fail through
+the protocol too).
 """
 
+import argparse
 import io
 import json
 import os
@@ -13,23 +16,43 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from kvspec.reference import KvspecError
+from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
+
+from . import load_adapter
+from .benefit import BenefitAdapter
 from .interface import Adapter, AdapterConfig, ConfigRefused
 from .protocol import (
     PROTOCOL_VERSION,
     REQUEST,
     AccessRequest,
+    BenefitStateRequest,
+    ChooseVictimsRequest,
+    ConfigureBenefitRequest,
     ConfigureRequest,
+    ConsiderAdmissionRequest,
     HitTokensRequest,
+    ObservePressureRequest,
+    RecordHitRequest,
+    RecordMissRequest,
+    RemoveRequest,
     ResidentCountRequest,
+    SelectProbationCapVictimsRequest,
     SnapshotRequest,
     StartRequest,
     StopRequest,
+    WireCost,
+    from_double,
+    to_double,
 )
-from .reference import ReferenceAdapter
+
+REPLAY_POLICIES = ("s3fifo", "lru", "fifo")  # what an Adapter without a ``policies`` attribute offers
+BENEFIT_REQUESTS = (ConfigureBenefitRequest, ConsiderAdmissionRequest, RecordHitRequest, RecordMissRequest, ObservePressureRequest,
+                    ChooseVictimsRequest, SelectProbationCapVictimsRequest, RemoveRequest, BenefitStateRequest)
 
 
-def answer(adapter: Adapter, request: Any) -> dict[str, Any]:
-    """The reply to one request other than stop (PROTO-5 to PROTO-12)."""
+def answer(adapter: Adapter | BenefitAdapter, request: Any) -> dict[str, Any]:
+    """The reply to one request other than stop (PROTO-5 to PROTO-12, PROTO-20 to PROTO-28)."""
     seq = request.seq
     if isinstance(request, StartRequest):  # PROTO-5, PROTO-6
         identity = adapter.identity
@@ -38,8 +61,10 @@ def answer(adapter: Adapter, request: Any) -> dict[str, Any]:
             "protocol": PROTOCOL_VERSION,
             "implementation": {"name": identity.name, "language": identity.language, "version": identity.version},
             "level": adapter.level,
-            "policies": ["s3fifo", "lru", "fifo"],
+            "policies": list(getattr(adapter, "policies", REPLAY_POLICIES)),
         }
+    if isinstance(request, BENEFIT_REQUESTS):
+        return {"seq": seq, **answer_benefit(adapter, request)}
     if isinstance(request, ConfigureRequest):  # PROTO-7, PROTO-8
         try:
             adapter.configure(AdapterConfig(**request.config.model_dump()))
@@ -63,7 +88,64 @@ def answer(adapter: Adapter, request: Any) -> dict[str, Any]:
     }
 
 
-def serve(adapter: Adapter, stdin: IO[str], stdout: IO[str]) -> int:
+def answer_benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:
+    """The reply to one benefit-policy request, without its seq (PROTO-20 to PROTO-28)."""
+    if isinstance(request, ConfigureBenefitRequest):  # PROTO-20
+        wire = request.config
+        config = BenefitConfig(**{**wire.model_dump(), "min_reuse_probability": from_double(wire.min_reuse_probability),
+                                  "decay_factor": from_double(wire.decay_factor)})
+        try:
+            adapter.configure_benefit(config)
+        except ConfigRefused as refused:
+            return {"ok": False, "refused": str(refused)}
+        return {"ok": True}
+    if isinstance(request, ConsiderAdmissionRequest):  # PROTO-21
+        shared = [(segment_id, size) for segment_id, size in request.shared]
+        decision = adapter.consider_admission(request.key, request.exclusive_bytes, shared, cost_of(request.cost), frozenset(request.pinned))
+        return {"decision": decision_json(decision)}
+    if isinstance(request, RecordHitRequest):  # PROTO-22
+        return {"decision": decision_json(adapter.record_hit(request.key, cost_of(request.cost)))}
+    if isinstance(request, RecordMissRequest):  # PROTO-23
+        adapter.record_miss(request.key)
+        return {"ok": True}
+    if isinstance(request, ObservePressureRequest):  # PROTO-24
+        adapter.observe_pressure(from_double(request.pressure))
+        return {"ok": True}
+    if isinstance(request, ChooseVictimsRequest):  # PROTO-25
+        victims = adapter.choose_victims(request.bytes_to_free, frozenset(request.pinned))
+        return {"keys": list(victims.keys), "freed": victims.freed}
+    if isinstance(request, SelectProbationCapVictimsRequest):  # PROTO-26
+        return {"cap": cap_json(adapter.select_probation_cap_victims(frozenset(request.pinned)))}
+    if isinstance(request, RemoveRequest):  # PROTO-27
+        return {"cap": cap_json(adapter.remove(request.key, frozenset(request.pinned)))}
+    assert isinstance(request, BenefitStateRequest)  # PROTO-28
+    state = adapter.benefit_state()
+    return {
+        "clock": state.clock,
+        "entries": [
+            {"key": e.key, "state": e.state, "hits": e.hits, "misses": e.misses, "rw": to_double(e.rw), "ow": to_double(e.ow),
+             "last_observation": e.last_observation, "score": None if e.score is None else to_double(e.score)}
+            for e in state.entries
+        ],
+        "ghosts": [{"key": key, "hits": hits, "rw": to_double(rw), "ow": to_double(ow), "last_observation": last}
+                   for key, hits, rw, ow, last in state.ghosts],
+        "probation_charge": state.probation_charge,
+    }
+
+
+def cost_of(wire: WireCost) -> CostSample:
+    return CostSample(from_double(wire.cold_prefill_cost), from_double(wire.restore_cost))
+
+
+def cap_json(cap: CapRepair | None) -> dict[str, Any] | None:
+    return None if cap is None else {"status": cap.status, "victims": list(cap.victims), "shortfall": cap.shortfall}
+
+
+def decision_json(decision: Decision | None) -> dict[str, Any] | None:
+    return None if decision is None else {"kind": decision.kind, "reason": decision.reason, "cap": cap_json(decision.cap)}
+
+
+def serve(adapter: Adapter | BenefitAdapter, stdin: IO[str], stdout: IO[str]) -> int:
     """Answer requests until stop or end of input (PROTO-1, PROTO-2, PROTO-13); the exit status."""
     for expected_seq, line in enumerate(stdin):
         try:
@@ -92,13 +174,27 @@ def _dumps(reply: dict[str, Any]) -> str:
     return json.dumps(reply, separators=(",", ":"), allow_nan=False)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kvspec.adapters.serve",
+        description="Speak the adapter protocol (spec/adapter-protocol.md) on stdin and stdout, backed by the reference "
+        "or by any in-process adapter.",
+    )
+    parser.add_argument("adapter", nargs="?", default="reference", help='"reference" (the default) or "python:module:factory" (PROTO-18)')
+    args = parser.parse_args(argv)
+    if args.adapter.startswith("cmd:"):
+        parser.error("serves an in-process adapter: reference or python:module:factory")
+    try:
+        adapter = load_adapter(args.adapter)
+    except KvspecError as error:
+        print(f"kvspec.adapters.serve: error: {error}", file=sys.stderr)
+        return 1
     # PROTO-1: stdout carries replies alone; anything else printed goes to stderr.
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     requests = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-    return serve(ReferenceAdapter(), requests, replies)
+    return serve(adapter, requests, replies)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,18 @@ def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[
     return parse
 
 
+UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def byte_count(text: str) -> int:
+    """An integer number of bytes, with an optional binary unit: 4096, 64MiB, 16 GiB."""
+    number = text.rstrip("KMGTiB ")
+    unit = text[len(number):].strip()
+    if unit not in UNITS:
+        raise ValueError(text)
+    return int(number) * UNITS[unit]
+
+
 def capacity_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",")]
 
@@ -83,8 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay the seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
     )
-    versus.add_argument("--capacity", type=typed(int, "BEN-CMP-1", "capacity must be an integer number of bytes"),
-                        help="bytes, for every trace (default: 64 MiB, and 256 MiB for the two mixed-size traces)")
+    versus.add_argument("--trace", help="a Mooncake trace (a file, or conversation or synthetic for a bundled one): replay the benefit "
+                        "policy as its prefix cache beside S3FIFO, LRU and FIFO at the same byte capacities (spec/benefit.md section 20)")
+    versus.add_argument("--capacity", dest="capacities", action="append", type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
+                        help="bytes, or with KiB, MiB, GiB or TiB (repeatable with --trace; default: 64 MiB, and 256 MiB for the two "
+                        "mixed-size traces; with --trace, 16, 64 and 256 GiB)")
     versus.add_argument("--plot", type=Path, default=Path("kvspec-compare.png"), help="the plot (.png, .svg or .pdf; default kvspec-compare.png)")
     versus.add_argument("--no-plot", action="store_true", help="print the table only")
     versus.add_argument("--output", type=Path, help="also write the rows as JSON here (written whole or not at all)")
@@ -139,6 +154,9 @@ def summary(result: ReplayResult) -> str:
 
 def base_config(args: argparse.Namespace, policy: str = "s3fifo", capacity: int = 4096) -> ReplayConfig:
     return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq)  # type: ignore[arg-type]
+
+
+BUNDLED = ("conversation", "synthetic")  # reference/traces/NOTICE.md
 
 
 def open_trace(args: argparse.Namespace) -> TraceFile:
@@ -216,19 +234,33 @@ def run_sweep(args: argparse.Namespace) -> None:
 def run_compare(args: argparse.Namespace) -> None:
     from . import comparison
 
-    if args.capacity is not None and args.capacity < 1:
-        raise KvspecError(f"BEN-CMP-1: --capacity must be at least 1 byte, not {args.capacity}")
+    capacities = args.capacities or []
+    if any(capacity < 1 for capacity in capacities):
+        raise KvspecError(f"BEN-CMP-1: --capacity must be at least 1 byte, not {min(capacities)}")
     plotting = not args.no_plot
     if plotting and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise KvspecError(f"--plot {args.plot}: the file name must end in .png, .svg or .pdf")
-    result = comparison.run(args.capacity)
-    print(comparison.table(result))
+    if args.trace is not None:
+        trace = TraceFile(bundled_trace_path(f"{args.trace}_trace.jsonl.gz") if args.trace in BUNDLED and not Path(args.trace).exists()
+                          else args.trace)
+        records = lambda label: with_progress(trace, trace.records(), label)  # noqa: E731
+        result: comparison.Comparison | comparison.TraceComparison = comparison.run_trace(
+            records, trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES))
+        print(comparison.trace_table(result))
+    else:
+        if len(capacities) > 1:
+            raise KvspecError("BEN-CMP-1: the seeded traces take one --capacity (several need --trace)")
+        result = comparison.run(capacities[0] if capacities else None)
+        print(comparison.table(result))
     if args.output is not None:
         with written_whole(args.output) as temporary:
             temporary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if plotting:
         try:
-            comparison.plot(result, args.plot)
+            if isinstance(result, comparison.TraceComparison):
+                comparison.plot_trace(result, args.plot)
+            else:
+                comparison.plot(result, args.plot)
         except ModuleNotFoundError:
             raise KvspecError("the plot needs matplotlib: pip install 'kvspec[plot]', or pass --no-plot") from None
         print(f"plot: {args.plot}")
@@ -241,7 +273,11 @@ def run_certify(args: argparse.Namespace) -> int:
     pins.check()
     adapter = load_adapter(args.adapter)
     try:
-        policies = args.policies or [p for p in CERTIFIABLE if p in getattr(adapter, "policies", POLICIES)]
+        offered = getattr(adapter, "policies", POLICIES)
+        unoffered = [policy for policy in args.policies or [] if policy not in offered]
+        if unoffered:  # PROTO-6
+            raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
+        policies = args.policies or [p for p in CERTIFIABLE if p in offered]
         outcomes = [certify_policy(adapter, policy, args.profile, args.seed, pins) for policy in policies]
         if args.report is not None:
             args.report.mkdir(parents=True, exist_ok=True)

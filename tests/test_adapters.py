@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
 from pydantic import ValidationError
 
 from kvspec.adapters import load_adapter
@@ -21,15 +23,23 @@ from kvspec.adapters.process import ProcessAdapter
 from kvspec.adapters.protocol import (
     CONFIGURE_REPLY,
     REQUEST,
+    BenefitStateReply,
+    ConsiderAdmissionRequest,
+    DecisionReply,
     HitTokensReply,
     HitTokensRequest,
+    ObservePressureRequest,
     RefusedReply,
     SnapshotReply,
     StartReply,
+    from_double,
     schema_texts,
+    to_double,
 )
 from kvspec.adapters.reference import ReferenceAdapter
+from kvspec.conformance.benefit_machine import benefit_machine_for
 from kvspec.reference import KvspecError
+from kvspec.reference.benefit import BenefitConfig, CostSample
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
@@ -107,7 +117,7 @@ def test_PROTO_17_the_harness_server_answers_as_the_reference_does(served: Proce
 def test_PROTO_5_PROTO_6_the_harness_server_introduces_itself(served: ProcessAdapter) -> None:
     assert served.identity == ReferenceAdapter.identity
     assert served.level == "state"
-    assert served.policies == ("s3fifo", "lru", "fifo")
+    assert served.policies == ("s3fifo", "lru", "fifo", "benefit")
 
 
 def test_PROTO_8_a_refused_config_is_refused_alike_and_drops_the_earlier_cache(served: ProcessAdapter) -> None:
@@ -362,3 +372,85 @@ def test_PROTO_18_a_python_adapter_from_a_file_path(tmp_path: Path) -> None:
     assert type(load_adapter(f"python:{source}:make")).__name__ == "ReferenceAdapter"
     with pytest.raises(KvspecError, match="PROTO-18: .*cannot import .*no such file"):
         load_adapter(f"python:{tmp_path / 'missing.py'}:make")
+
+
+# The benefit-policy messages (PROTO-19 to PROTO-28) -----------------------------------------------
+
+
+def test_PROTO_17_the_harness_server_answers_every_benefit_operation_as_the_reference_does(served: ProcessAdapter) -> None:
+    """PROTO-20, PROTO-21, PROTO-22, PROTO-23, PROTO-24, PROTO-25, PROTO-26, PROTO-27 and PROTO-28
+    round trip: the benefit certification machine, with its invalid costs, NaN and infinite
+    pressures, pins and refused configurations, drives the server and the reference in lockstep
+    and compares every decision, victim list, cap repair and state."""
+    machine = benefit_machine_for(served)
+    run_state_machine_as_test(machine, settings=settings(max_examples=40, stateful_step_count=20, deadline=None, database=None,
+                                                         suppress_health_check=list(HealthCheck)))
+    assert machine.examples >= 40
+
+
+def test_PROTO_20_a_refused_benefit_config_is_refused_alike_and_drops_the_earlier_policy() -> None:
+    """The server's error reply ends its process (PROTO-15), so this test has a server of its own."""
+    with ProcessAdapter(SERVE) as served_here:
+        for adapter in (ReferenceAdapter(), served_here):
+            adapter.configure_benefit(BenefitConfig())
+            assert adapter.consider_admission(1, 8, [], CostSample(100.0, 30.0), frozenset()).kind == "admit-probation"
+            with pytest.raises(ConfigRefused, match="BEN-CONF-4"):
+                adapter.configure_benefit(BenefitConfig(decay_factor=1.0))
+        with pytest.raises(KvspecError, match="PROTO-20: no benefit policy"):
+            ReferenceAdapter().benefit_state()
+        with pytest.raises(AdapterFailure, match=r"benefit_state .seq \d+.: the implementation replied with an error: .KvspecError: PROTO-20"):
+            served_here.benefit_state()
+
+
+def test_PROTO_19_doubles_travel_exactly_and_non_finite_ones_as_strings() -> None:
+    for value in (0.1, -0.0, 5e-324, float(2**53 + 2), 1.7976931348623157e308, float("inf"), float("-inf")):
+        text = json.dumps(to_double(value))
+        assert from_double(json.loads(text)) == value and str(from_double(json.loads(text))) == str(value)
+    assert json.dumps(to_double(float("nan"))) == '"NaN"' and from_double("NaN") != from_double("NaN")
+    request = '{"cmd": "observe_pressure", "seq": 3, "pressure": %s}'
+    assert ObservePressureRequest.model_validate_json(request % '"-Infinity"').pressure == "-Infinity"
+    assert ObservePressureRequest.model_validate_json(request % "1").pressure == 1.0  # a JSON integer is a double too
+    for bad in ("1e400", "NaN", '"nan"', "true", '"0.5"'):
+        with pytest.raises(ValidationError):
+            ObservePressureRequest.model_validate_json(request % bad)
+
+
+def test_PROTO_19_keys_are_unsigned_64_bit() -> None:
+    offer = {"cmd": "consider_admission", "seq": 1, "key": 2**64 - 1, "exclusive_bytes": 0, "shared": [[0, 4]],
+             "cost": {"cold_prefill_cost": 1, "restore_cost": "NaN"}, "pinned": [2**64 - 1]}
+    assert ConsiderAdmissionRequest.model_validate_json(json.dumps(offer)).key == 2**64 - 1
+    for field, bad in (("key", 2**64), ("key", -1), ("pinned", [-1]), ("shared", [[-1, 4]]), ("exclusive_bytes", -1)):
+        with pytest.raises(ValidationError):
+            ConsiderAdmissionRequest.model_validate_json(json.dumps({**offer, field: bad}))
+
+
+def test_PROTO_21_PROTO_22_PROTO_28_the_replies_are_strict() -> None:
+    decision = '{"seq": 1, "decision": {"kind": "admit-probation", "reason": "probation-new-entry", "cap": {"status": "satisfied", "victims": [], "shortfall": 0}}}'
+    assert DecisionReply.model_validate_json(decision).decision is not None
+    assert DecisionReply.model_validate_json('{"seq": 1, "decision": null}').decision is None
+    for bad in (decision.replace("admit-probation", "admit"), decision.replace('"shortfall": 0', '"shortfall": -1'),
+                decision.replace(', "cap"', ', "extra": 1, "cap"'), '{"seq": 1}'):
+        with pytest.raises(ValidationError):
+            DecisionReply.model_validate_json(bad)
+    state = {"seq": 2, "clock": 1, "entries": [{"key": 1, "state": "probation", "hits": 0, "misses": 0, "rw": 0, "ow": 0.0,
+                                                "last_observation": 1, "score": None}], "ghosts": [], "probation_charge": 4}
+    assert BenefitStateReply.model_validate_json(json.dumps(state)).entries[0].score is None
+    with pytest.raises(ValidationError):
+        BenefitStateReply.model_validate_json(json.dumps({**state, "entries": [{**state["entries"][0], "state": "resident"}]}))
+
+
+def test_PROTO_6_benefit_messages_go_only_to_an_implementation_that_lists_benefit() -> None:
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", f"cmd:{sys.executable} '{FAKES / 'fakelib.py'}'",
+                          "--policy", "benefit"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "implements s3fifo, lru, fifo, not benefit" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_PROTO_17_the_server_serves_any_in_process_adapter() -> None:
+    with ProcessAdapter([*SERVE, "python:kvspec.conformance.benefit_mutants:ghosts_lost"]) as mutant:
+        assert mutant.identity.name == "kvspec-benefit-mutants:ghosts-lost" and mutant.policies == ("benefit",)
+        mutant.configure_benefit(BenefitConfig(grace_observations=0))
+        assert mutant.consider_admission(7, 10, [(1, 4)], CostSample(100.0, 30.0), frozenset()).kind == "admit-probation"
+        assert mutant.remove(7, frozenset()) is not None
+        assert mutant.benefit_state().ghosts == ()  # its mistake, visible through the protocol
+    run = subprocess.run([*SERVE, "cmd:node server.js"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "in-process adapter" in run.stderr

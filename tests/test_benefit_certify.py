@@ -54,3 +54,15 @@ def test_the_cli_certifies_the_benefit_policy_and_reports_its_own_clauses(tmp_pa
     assert verdict.policy == "benefit" and verdict.clauses["BEN-GHOST-1"] == "fail"
     assert all(clause.startswith("BEN-") for clause in verdict.clauses)
     assert kvspec("certify", "--adapter", "reference", "--policy", "benefit").returncode == 0
+
+
+@pytest.mark.parametrize("name", ["canonical", "no-key-tiebreak"])
+def test_certification_through_the_subprocess_protocol_gives_the_in_process_verdict(name: str, tmp_path: Path) -> None:
+    """PROTO-17: an in-process adapter served over the protocol (`cmd:python -m kvspec.adapters.serve
+    python:...`) is certified exactly as it is in-process: same verdict, same leading clause."""
+    factory = f"python:kvspec.conformance.benefit_mutants:{name.replace('-', '_')}"
+    verdicts = [certify_report(spec, "benefit", tmp_path / kind)[1].policies[0]
+                for kind, spec in (("in-process", factory), ("subprocess", f"cmd:{sys.executable} -m kvspec.adapters.serve {factory}"))]
+    assert verdicts[0].conforms == verdicts[1].conforms == (name == "canonical")
+    assert [f.clauses[:1] for f in verdicts[0].failures] == [f.clauses[:1] for f in verdicts[1].failures]
+    assert [f.message for f in verdicts[0].failures] == [f.message for f in verdicts[1].failures]
