@@ -1,13 +1,23 @@
 """`kvspec compare`: the benefit policy against the LRU byte-budget baseline on the seeded
-traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), as a table, JSON and a plot."""
+traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, with ``--trace``, as the
+prefix cache of a Mooncake trace beside S3FIFO, LRU and FIFO (BEN-PREFIX-1 to BEN-PREFIX-7); as
+a table, JSON and a plot."""
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
+from kvspec.reference.benefit.model import Model
+from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
+from kvspec.reference.trace import TraceRecord
 
 from .output import written_whole
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class Comparison(BaseModel):
@@ -56,8 +66,86 @@ def plot(result: Comparison, path: Path) -> None:
     written.set_yscale("log")
     saved.legend()
     figure.suptitle("Benefit-per-exclusive-byte policy against LRU at the same byte capacity")
+    save(figure, path)
+
+
+def save(figure: "Figure", path: Path) -> None:
+    """The figure, written whole to ``path`` or not at all, and closed."""
+    from matplotlib import pyplot
+
     try:
         with written_whole(path) as temporary:
             figure.savefig(temporary)
     finally:
         pyplot.close(figure)
+
+
+# On a Mooncake trace (spec/benefit.md section 20) --------------------------------------------------
+
+GIB = 2**30
+DEFAULT_TRACE_CAPACITIES = (16 * GIB, 64 * GIB, 256 * GIB)  # 256, 1,024 and 4,096 blocks of 64 MiB
+
+
+class TraceComparison(BaseModel):
+    """BEN-PREFIX-7 for every policy at every capacity, with the cost model that priced it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    trace: str
+    model: str
+    block_size: int
+    block_bytes: int
+    sides: list[PrefixSide]
+
+
+def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path: str, capacities: list[int],
+              block_size: int = 512, model: Model = Model()) -> TraceComparison:
+    """Every policy of BEN-PREFIX-6 at every capacity; ``records(label)`` reads the trace afresh."""
+    sides = []
+    for capacity in capacities:
+        for policy in PREFIX_POLICIES:
+            label = f"{Path(path).name}, {policy} at {capacity / GIB:g} GiB"
+            if policy == "benefit":
+                sides.append(replay_benefit(records(label), capacity, block_size, model, path))
+            else:
+                sides.append(replay_blocks(records(label), policy, capacity, block_size, model, path))
+    return TraceComparison(trace=Path(path).name, model=model.name, block_size=block_size, block_bytes=model.block_bytes(block_size),
+                           sides=sides)
+
+
+def trace_table(result: TraceComparison) -> str:
+    """Hit tokens, saved prefill and bytes written, one line per capacity and policy."""
+    lines = [f"{result.trace}: {result.model}, {result.block_size}-token blocks of {result.block_bytes / 2**20:g} MiB",
+             f"{'capacity':>10} {'policy':<8} {'hit tokens':>14} {'hit rate':>9} {'saved prefill (s)':>18} {'written (GiB)':>14}"]
+    for side in result.sides:
+        lines.append(
+            f"{side.capacity_bytes / GIB:>6g} GiB {side.policy:<8} {side.hit_tokens:>14,} {side.hit_tokens / side.prompt_tokens:>9.2%} "
+            f"{side.saved_prefill_ms / 1000:>18,.1f} {side.bytes_written / GIB:>14,.0f}"
+        )
+    return "\n".join(lines)
+
+
+def plot_trace(result: TraceComparison, path: Path) -> None:
+    """Hit rate and saved prefill against capacity, one line per policy, written whole to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, (rate, saved) = pyplot.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
+    for policy in PREFIX_POLICIES:
+        sides = [side for side in result.sides if side.policy == policy]
+        capacities = [side.capacity_bytes / GIB for side in sides]
+        rate.plot(capacities, [100 * side.hit_tokens / side.prompt_tokens for side in sides], marker="o", label=policy)
+        saved.plot(capacities, [side.saved_prefill_ms / 1000 for side in sides], marker="o", label=policy)
+    capacities = sorted({side.capacity_bytes / GIB for side in result.sides})
+    for axes, label in ((rate, "hit tokens (% of prompt tokens)"), (saved, "saved prefill (s)")):
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(capacities, [f"{capacity:g}" for capacity in capacities])
+        axes.minorticks_off()
+        axes.set_xlabel("capacity (GiB)")
+        axes.set_ylabel(label)
+        axes.grid(True, alpha=0.3)
+    rate.legend()
+    figure.suptitle(f"{result.trace}: the benefit policy as a prefix cache beside S3FIFO, LRU and FIFO ({result.model})")
+    save(figure, path)
