@@ -114,13 +114,13 @@ def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path:
 
 
 def trace_table(result: TraceComparison) -> str:
-    """Hit tokens, saved prefill and bytes written, one line per capacity and policy."""
+    """Hit tokens, saved prefill, bytes written and the peak bytes resident, one line per capacity and policy."""
     lines = [f"{result.trace}: {result.model}, {result.block_size}-token blocks of {result.block_bytes / 2**20:g} MiB",
-             f"{'capacity':>10} {'policy':<8} {'hit tokens':>14} {'hit rate':>9} {'saved prefill (s)':>18} {'written (GiB)':>14}"]
+             f"{'capacity':>10} {'policy':<8} {'hit tokens':>14} {'hit rate':>9} {'saved prefill (s)':>18} {'written (GiB)':>14} {'peak (GiB)':>11}"]
     for side in result.sides:
         lines.append(
             f"{side.capacity_bytes / GIB:>6g} GiB {side.policy:<8} {side.hit_tokens:>14,} {side.hit_tokens / side.prompt_tokens:>9.2%} "
-            f"{side.saved_prefill_ms / 1000:>18,.1f} {side.bytes_written / GIB:>14,.0f}"
+            f"{side.saved_prefill_ms / 1000:>18,.1f} {side.bytes_written / GIB:>14,.0f} {side.peak_bytes / GIB:>11,.0f}"
         )
     return "\n".join(lines)
 

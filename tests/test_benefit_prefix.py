@@ -18,7 +18,7 @@ import pytest
 from kvspec.reference import ConfigError, ReplayConfig, TraceFile, bundled_trace_path, replay
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 from kvspec.reference.benefit.model import Model
-from kvspec.reference.benefit.prefix import ledger_bytes, prefix_config, replay_blocks, segment_id, serve_request
+from kvspec.reference.benefit.prefix import ledger_bytes, prefix_config, replay_benefit, replay_blocks, segment_id, serve_request
 from kvspec.reference.trace import TraceRecord
 
 GIB = 2**30
@@ -209,3 +209,21 @@ def test_BEN_PREFIX_6_bad_compare_arguments_are_clear_errors(args: list[str], me
 def test_BEN_CMP_1_a_capacity_with_a_unit_and_a_bad_one() -> None:
     run = kvspec("compare", "--capacity", "12 parsecs", "--no-plot")
     assert run.returncode == 2 and "BEN-CMP-1: capacity must be a number of bytes, not '12 parsecs'" in run.stderr
+
+
+def test_BEN_PREFIX_7_peak_bytes_is_the_most_ever_resident() -> None:
+    capacity = 6 * BLOCK
+    requests = numbered([record([1, 2, 3], 1536), record([4, 5], 1024), record([6, 7, 8, 9], 2048)])
+    fifo = replay_blocks(requests, "fifo", capacity)
+    assert fifo.peak_bytes == 6 * BLOCK and fifo.bytes_written == 9 * BLOCK  # full after the third request
+    benefit = replay_benefit(requests[:2], 100 * GIB)
+    assert benefit.peak_bytes == 5 * BLOCK and benefit.bytes_written == 5 * BLOCK
+
+
+def test_BEN_PREFIX_7_the_published_figures_are_what_the_reference_computes(tmp_path: Path) -> None:
+    """docs/prefix-synthetic.json (docs/prefix-cache.md), recomputed at its smallest capacity."""
+    published = json.loads((Path(__file__).resolve().parent.parent / "docs" / "prefix-synthetic.json").read_text())
+    run = kvspec("compare", "--trace", "synthetic", "--capacity", "16GiB", "--no-plot", "--output", str(tmp_path / "now.json"))
+    assert run.returncode == 0, run.stderr
+    now = json.loads((tmp_path / "now.json").read_text())["sides"]
+    assert now == [side for side in published["sides"] if side["capacity_bytes"] == 16 * GIB]

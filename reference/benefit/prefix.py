@@ -28,6 +28,7 @@ class PrefixSide(BaseModel):
     hit_tokens: int
     saved_prefill_ms: float
     bytes_written: int
+    peak_bytes: int  # the most bytes resident after any request: whether the capacity was ever used
 
 
 def segment_id(hash_id: int) -> int:
@@ -75,7 +76,7 @@ def replay_benefit(records: Iterable[tuple[int, TraceRecord]], capacity: int, bl
                    path: str = "<trace>") -> PrefixSide:
     """BEN-PREFIX-1 to BEN-PREFIX-5 and BEN-PREFIX-7 for the benefit policy."""
     policy = BenefitPolicy(prefix_config(capacity))
-    requests = prompt = hits = written = 0
+    requests = prompt = hits = written = peak = 0
     saved = 0.0
     for line_number, record in records:
         check_block_count(path, line_number, record, block_size)
@@ -83,8 +84,9 @@ def replay_benefit(records: Iterable[tuple[int, TraceRecord]], capacity: int, bl
         requests, prompt, written = requests + 1, prompt + record.input_length, written + wrote
         hits += hit_tokens(k, block_size, record.input_length)
         saved += net_benefit(model.cost_of_prefix(k, block_size, record.input_length))
+        peak = max(peak, ledger_bytes(policy))
     return PrefixSide(policy="benefit", capacity_bytes=capacity, requests=requests, prompt_tokens=prompt, hit_tokens=hits,
-                      saved_prefill_ms=saved, bytes_written=written)
+                      saved_prefill_ms=saved, bytes_written=written, peak_bytes=peak)
 
 
 def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, capacity: int, block_size: int = 512,
@@ -95,7 +97,7 @@ def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, 
     if blocks < 1:
         raise ConfigError("BEN-PREFIX-6", f"a capacity of {capacity} bytes holds no {size}-byte block")
     cache = make_policy(replace(ReplayConfig(), policy=policy_name, capacity=blocks, block_size=block_size))  # type: ignore[arg-type]
-    requests = prompt = hits = stored = 0
+    requests = prompt = hits = stored = peak = 0
     saved = 0.0
     for line_number, record in records:
         check_block_count(path, line_number, record, block_size)
@@ -106,8 +108,9 @@ def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, 
         requests, prompt = requests + 1, prompt + record.input_length
         hits += hit_tokens(k, block_size, record.input_length)
         saved += net_benefit(model.cost_of_prefix(k, block_size, record.input_length))
+        peak = max(peak, cache.resident_count() * size)
     return PrefixSide(policy=policy_name, capacity_bytes=capacity, requests=requests, prompt_tokens=prompt, hit_tokens=hits,
-                      saved_prefill_ms=saved, bytes_written=stored * size)
+                      saved_prefill_ms=saved, bytes_written=stored * size, peak_bytes=peak)
 
 
 PREFIX_POLICIES = ("benefit", *POLICIES)
