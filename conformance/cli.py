@@ -1,6 +1,7 @@
 """The ``kvspec`` command line."""
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -120,7 +121,61 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
                        help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
     check.set_defaults(handler=run_certify)
+    vectors = commands.add_parser("fixtures", help="golden fixtures: generate the corpus, or verify an implementation against it (spec/fixtures.md)")
+    actions = vectors.add_subparsers(dest="action", required=True)
+    make = actions.add_parser("generate", help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
+    make.add_argument("directory", nargs="?", type=Path, default=Path("spec/fixtures"), help="default: spec/fixtures")
+    make.set_defaults(handler=run_fixtures_generate)
+    replay_all = actions.add_parser("verify", help="replay every case through an implementation and report each failure (FIX-9)")
+    replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
+    replay_all.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-8)")
+    replay_all.add_argument("--report", type=Path, help="also write every case's verdict as JSON here (written whole)")
+    replay_all.set_defaults(handler=run_fixtures_verify)
     return parser
+
+
+def run_fixtures_generate(args: argparse.Namespace) -> None:
+    from .fixtures import generate
+
+    entries = generate(args.directory)
+    print(f"{len(entries)} cases and manifest.json in {args.directory}")
+
+
+def run_fixtures_verify(args: argparse.Namespace) -> int:
+    from kvspec.adapters import load_adapter
+
+    from .fixtures import bundled_corpus, verify
+
+    directory = args.directory or bundled_corpus()
+    known: dict[str, str] = {}
+    if args.known_failures is not None:
+        try:
+            known = json.loads(args.known_failures.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise KvspecError(f"{args.known_failures}: not JSON: {error}") from None
+        if not isinstance(known, dict) or not all(isinstance(v, str) for v in known.values()):
+            raise KvspecError(f"{args.known_failures}: FIX-8: expected a JSON object mapping case ids to reasons")
+    progress = Progress("verifying fixtures", lambda: counter[0] / max(counter[1], 1))
+    counter = [0, 0]
+
+    def advance(done: int, total: int) -> None:
+        counter[:] = [done, total]
+        progress.update(f"{done:,} of {total:,} cases")
+
+    try:
+        results = verify(directory, lambda: load_adapter(args.adapter), known, advance)
+    finally:
+        progress.close()
+    if args.report is not None:
+        with written_whole(args.report) as temporary:
+            temporary.write_text(json.dumps([vars(r) for r in results], indent=1) + "\n", encoding="utf-8")
+    counts = {verdict: sum(r.verdict == verdict for r in results) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}
+    print(f"{args.adapter}: {len(results)} cases in {directory}: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n))
+    for result in results:
+        if result.verdict in ("fail", "unexpected-pass"):
+            print(f"  {result.verdict.upper()} {result.id} ({result.title}): {result.detail}")
+    return 3 if counts["fail"] or counts["unexpected-pass"] else 0
 
 
 def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str) -> Iterator[tuple[int, TraceRecord]]:

@@ -1,0 +1,593 @@
+"""Golden fixtures (spec/fixtures.md): the corpus the reference generates, and its runner.
+
+``generate`` builds every case from the sources below (seeded with xorshift64, BEN-TRACE-1, so
+that nothing depends on Python's own random numbers), computes its expected results with the
+reference while recording the clauses that ran (conformance/clauses.py), and writes the cases
+and the manifest byte for byte the same on every run. ``verify`` replays a corpus through any
+adapter, with nothing but the JSON.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from itertools import islice
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from kvspec.adapters.benefit import BenefitAdapter, ReferenceBenefitAdapter
+from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure, ConfigRefused
+from kvspec.adapters.protocol import REQUEST, Blocks, Count, Entries, HashId, WireBenefitConfig, WireConfig, to_double
+from kvspec.adapters.reference import snapshot_of
+from kvspec.adapters.serve import answer_benefit
+from kvspec.reference import (
+    SPEC_VERSION,
+    ConfigError,
+    KvspecError,
+    ReplayConfig,
+    TraceFile,
+    TraceRecord,
+    bundled_trace_path,
+    make_policy,
+    replay,
+)
+from kvspec.reference.benefit.traces import XorShift64
+from kvspec.reference.replay import PolicyServer
+from kvspec.reference.validation import INT64_MAX
+
+from .clauses import exercised
+
+FORMAT = "kvspec-fixture/1"  # FIX-1
+NAN, INF = float("nan"), float("inf")
+Json = dict[str, Any]
+
+
+def canonical(value: object) -> str:
+    """FIX-3: the bytes a case is hashed and written as."""
+    return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def case_id(case: Json) -> str:
+    """FIX-3: the sha256 of the case without its id, first 16 hex digits, prefixed by its kind."""
+    body = {key: value for key, value in case.items() if key != "id"}
+    return f"{case['kind']}-{hashlib.sha256(canonical(body).encode()).hexdigest()[:16]}"
+
+
+# The format, as JSON Schemas (spec/schemas/fixture-*.schema.json) -------------------------------
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class Snapshot(Strict):
+    """PROTO-12's shapes: every queue head first, S3FIFO's with freqs."""
+
+    small: Entries
+    main: Entries
+    ghost: list[HashId]
+
+
+class ReplayExpect(Strict):
+    hit_tokens: Count
+    resident_count: Count
+    snapshot: Snapshot | None = Field(None, description="at the state level only")
+
+
+class ReplayStep(Strict):
+    hash_ids: Blocks
+    input_length: Annotated[int, Field(ge=1, le=INT64_MAX)]
+    expect: ReplayExpect
+
+
+class Totals(Strict):
+    total_hit_tokens: Count
+    total_prompt_tokens: Count
+    final_cache_blocks: Count
+
+
+class Header(Strict):
+    format: Literal["kvspec-fixture/1"]
+    id: Annotated[str, Field(pattern=r"^(replay|benefit)-[0-9a-f]{16}$")]
+    title: str
+    provenance: str
+    level: Literal["results", "state"]
+    clauses: list[str]
+    refused: str | None = Field(description="the clause that refuses the configuration, or null")
+
+
+class ReplayCase(Header):
+    """FIX-6."""
+
+    kind: Literal["replay"]
+    config: WireConfig
+    requests: list[ReplayStep]
+    totals: Totals | None
+
+
+class BenefitStep(Strict):
+    request: dict[str, Any] = Field(description="a protocol request (PROTO-21 to PROTO-27) without its seq: schemas/adapter/<cmd>-request")
+    expect: dict[str, Any] = Field(description="the reply without its seq: schemas/adapter/decision-, victims-, cap_repair- or access-reply")
+    state: dict[str, Any] | None = Field(None, description="at the state level: the benefit_state reply without its seq (PROTO-28)")
+
+
+class BenefitCase(Header):
+    """FIX-7."""
+
+    kind: Literal["benefit"]
+    config: WireBenefitConfig
+    operations: list[BenefitStep]
+
+
+CASE: TypeAdapter[Any] = TypeAdapter(Annotated[ReplayCase | BenefitCase, Field(discriminator="kind")])
+
+
+class ManifestEntry(Strict):
+    id: str
+    kind: Literal["replay", "benefit"]
+    path: str
+    title: str
+    clauses: list[str]
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class Manifest(Strict):
+    """FIX-2."""
+
+    format: Literal["kvspec-fixture/1"]
+    spec_version: str
+    cases: list[ManifestEntry]
+
+
+def schema_texts() -> dict[str, str]:
+    """spec/schemas/fixture-case.schema.json and fixture-manifest.schema.json."""
+    texts = {}
+    for name, adapter in (("fixture-case", CASE), ("fixture-manifest", TypeAdapter(Manifest))):
+        schema = adapter.json_schema()
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        schema.setdefault("title", name)
+        texts[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return texts
+
+
+# Replay cases (FIX-6) ---------------------------------------------------------------------------
+
+Request = tuple[list[int], int]
+
+
+# FIX-6: what the expected values of an accepted replay case satisfy, and a consumer checks with them.
+REPLAY_DECLARES = ("REPLAY-RESULT-1", "REPLAY-RESULT-2", "REPLAY-RESULT-3", "REPLAY-INV-1", "REPLAY-INV-2", "REPLAY-INV-3", "REPLAY-POLICY-1")
+STATE_DECLARES = {"s3fifo": ("REPLAY-QUEUE-1", "S3-QUEUE-2", "S3-FREQ-1", "S3-GHOST-4", "S3-INV-1", "S3-INV-2", "S3-INV-3"),
+                  "lru": ("REPLAY-QUEUE-1",), "fifo": ("REPLAY-QUEUE-1",)}
+
+
+class Recorder:
+    """A Server (kvspec.reference.replay) that also records what a consumer checks after each request."""
+
+    def __init__(self, config: ReplayConfig, level: str) -> None:
+        self.server = PolicyServer(make_policy(config), config.block_size)
+        self.level = level
+        self.steps: list[Json] = []
+
+    def request(self, hash_ids: list[int], input_length: int) -> int:
+        hit = self.server.request(hash_ids, input_length)
+        expect: Json = {"hit_tokens": hit, "resident_count": self.server.resident_count()}
+        if self.level == "state":
+            snapshot = snapshot_of(self.server.policy)  # PROTO-12's shapes
+            expect["snapshot"] = {"small": [list(e) for e in snapshot.small], "main": [list(e) for e in snapshot.main],
+                                  "ghost": list(snapshot.ghost)}
+        self.steps.append({"hash_ids": hash_ids, "input_length": input_length, "expect": expect})
+        return hit
+
+    def resident_count(self) -> int:
+        return self.server.resident_count()
+
+
+def replay_case(title: str, provenance: str, config: ReplayConfig, requests: list[Request], level: str = "state",
+                clauses: tuple[str, ...] = ()) -> Json:
+    """FIX-6: the expected results of ``requests`` under ``config``, or the clause that refuses it."""
+    wire = {"policy": config.policy, "capacity": config.capacity, "block_size": config.block_size,
+            "small_ratio": config.small_ratio, "max_freq": config.max_freq}
+    case: Json = {"format": FORMAT, "kind": "replay", "title": title, "provenance": provenance, "level": level, "config": wire}
+    records = [(line, TraceRecord(timestamp=line, input_length=length, output_length=1, hash_ids=list(ids)))
+               for line, (ids, length) in enumerate(requests, start=1)]
+    with exercised() as ran:
+        try:
+            recorder = Recorder(config, level)
+        except ConfigError as error:
+            case.update(refused=error.clause, requests=[], totals=None)
+        else:
+            result = replay(records, config, server=recorder)
+            case.update(refused=None, requests=recorder.steps, totals={
+                "total_hit_tokens": result.total_hit_tokens, "total_prompt_tokens": result.total_prompt_tokens,
+                "final_cache_blocks": result.final_cache_blocks})
+            ran.update(REPLAY_DECLARES)
+            if level == "state":
+                ran.update(STATE_DECLARES[config.policy])
+    case["clauses"] = sorted(ran | set(clauses))
+    return case
+
+
+def conversation(rng: XorShift64, n: int, block_size: int) -> list[Request]:
+    """Requests that share chained prefixes as Mooncake's do: fresh conversations, next turns,
+    branches part-way, exact repeats and one-off scans; last blocks often partial."""
+    requests: list[list[int]] = []
+    fresh = iter(range(1, 1 << 30))
+    for _ in range(n):
+        move = rng.u64() % 5 if requests else 0
+        earlier = requests[rng.u64() % len(requests)] if requests else []
+        if move == 0 or move == 4:  # a new conversation, or a scan nobody reuses
+            ids = [next(fresh) for _ in range(1 + rng.u64() % 4)]
+        elif move == 1:
+            ids = earlier + [next(fresh) for _ in range(1 + rng.u64() % 3)]
+        elif move == 2:
+            ids = earlier[: 1 + rng.u64() % len(earlier)] + [next(fresh) for _ in range(1 + rng.u64() % 2)]
+        else:
+            ids = list(earlier)
+        requests.append(ids)
+    return [(ids, (len(ids) - 1) * block_size + 1 + rng.u64() % block_size) for ids in requests]
+
+
+def arbitrary(rng: XorShift64, n: int) -> list[Request]:
+    """Ids from a pool of six, repeating inside a request and at any position (findings F-5)."""
+    requests = []
+    for _ in range(n):
+        ids = [1 + rng.u64() % 6 for _ in range(1 + rng.u64() % 5)]
+        requests.append((ids, len(ids)))
+    return requests
+
+
+def replay_cases() -> Iterator[Json]:
+    base = ReplayConfig(block_size=4)
+    edge_trace = conversation(XorShift64(7), 14, 4)
+    for capacity in (0, 1, 2, 5, 6, 10, 11):
+        for small_ratio in (0.1, 0.5, 0.99, 1.0, 0.0):
+            config = replace(base, capacity=capacity, small_ratio=small_ratio)
+            yield replay_case(f"s3fifo edge: capacity {capacity}, small_ratio {small_ratio}", "spec/findings.md F-1 to F-4", config, edge_trace)
+    for max_freq in (-1, 0, 1, 3, 7):
+        yield replay_case(f"s3fifo edge: max_freq {max_freq}", "spec/findings.md F-3", replace(base, capacity=10, max_freq=max_freq), edge_trace)
+    yield replay_case("block_size 0", "REPLAY-CONF-2", replace(base, block_size=0), edge_trace)
+    for policy in ("lru", "fifo"):
+        for capacity in (0, 1, 2, 10):
+            yield replay_case(f"{policy} edge: capacity {capacity}", "spec/findings.md F-4", replace(base, policy=policy, capacity=capacity),
+                              edge_trace)
+    for policy in ("s3fifo", "lru", "fifo"):
+        for seed in range(1, 7):
+            for capacity, block_size in ((10, 1), (20, 16), (40, 512)):
+                trace = conversation(XorShift64(seed * 1000 + capacity), 24, block_size)
+                config = ReplayConfig(policy=policy, capacity=capacity, block_size=block_size)  # type: ignore[arg-type]
+                yield replay_case(f"{policy} conversations: seed {seed}, capacity {capacity}, block_size {block_size}",
+                                  "xorshift64 conversations", config, trace)
+        for seed in range(1, 4):
+            config = ReplayConfig(policy=policy, capacity=10, block_size=1)  # type: ignore[arg-type]
+            yield replay_case(f"{policy} repeated ids: seed {seed}", "spec/findings.md F-5", config, arbitrary(XorShift64(seed), 20))
+        for name in BUNDLED:
+            excerpt = [(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(name)).records(), 150)]
+            yield replay_case(f"{policy} on {name}, first 150 requests, 64 blocks", f"{name} lines 1 to 150 (Mooncake FAST'25, Apache-2.0)",
+                              ReplayConfig(policy=policy, capacity=64), excerpt, level="results")  # type: ignore[arg-type]
+
+
+BUNDLED = ("conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz")
+
+
+# Benefit cases (FIX-7) --------------------------------------------------------------------------
+
+DEFAULTS: Json = {"probation_byte_budget": 256 << 20, "persistence_hit_threshold": 2, "min_reuse_probability": 0.01, "decay_factor": 0.9,
+                  "grace_observations": 32, "ghost_capacity": 4096, "ghost_max_age_observations": 1024}  # BEN-CONF-1 to BEN-CONF-7
+
+
+def benefit_case(title: str, provenance: str, config: Json, operations: list[Json], level: str = "state",
+                 clauses: tuple[str, ...] = ()) -> Json:
+    """FIX-7: each operation, a protocol request without its seq, with the reply the reference gives
+    (without its seq) and, at the state level, the state after it."""
+    case: Json = {"format": FORMAT, "kind": "benefit", "title": title, "provenance": provenance, "level": level, "config": config}
+    adapter = ReferenceBenefitAdapter()
+    steps = []
+    with exercised() as ran:
+        reply = answer_benefit(adapter, wire({"cmd": "configure_benefit", "config": config}))
+        refused = reply["refused"].split(":")[0] if "refused" in reply else None
+        for operation in operations if refused is None else []:
+            step: Json = {"request": operation, "expect": answer_benefit(adapter, wire(operation))}
+            if level == "state":
+                step["state"] = answer_benefit(adapter, wire({"cmd": "benefit_state"}))
+            steps.append(step)
+        if refused is None and level == "state":  # FIX-7
+            ran.update(("BEN-CLOCK-1", "BEN-ENTRY-1", "BEN-LEDGER-4"))
+            if any(op["cmd"] in CLOCK_STILL for op in operations):
+                ran.add("BEN-CLOCK-4")
+    case.update(refused=refused, operations=steps, clauses=sorted(ran | set(clauses)))
+    return case
+
+
+CLOCK_STILL = ("remove", "observe_pressure", "choose_victims", "select_probation_cap_victims")  # BEN-CLOCK-4
+
+
+def wire(request: Json) -> Any:
+    """A request as it arrives over the protocol (PROTO-16: through JSON, strictly)."""
+    return REQUEST.validate_json(json.dumps({**request, "seq": 0}))
+
+
+def cost(cold: float, restore: float) -> Json:
+    return {"cold_prefill_cost": to_double(cold), "restore_cost": to_double(restore)}
+
+
+def offer(key: int, exclusive: int, shared: list[tuple[int, int]], cold: float, restore: float, pinned: tuple[int, ...] = ()) -> Json:
+    return {"cmd": "consider_admission", "key": key, "exclusive_bytes": exclusive, "shared": [list(s) for s in shared],
+            "cost": cost(cold, restore), "pinned": list(pinned)}
+
+
+def hit(key: int, cold: float, restore: float) -> Json:
+    return {"cmd": "record_hit", "key": key, "cost": cost(cold, restore)}
+
+
+def victims(bytes_to_free: int, pinned: tuple[int, ...] = ()) -> Json:
+    return {"cmd": "choose_victims", "bytes_to_free": bytes_to_free, "pinned": list(pinned)}
+
+
+SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
+COSTS = [(100.0, 30.0), (60.0, 10.0), (20.0, 20.0), (10.0, 30.0), (NAN, 1.0), (1.0, INF), (-1.0, 0.0), (450.0, 135.0)]
+PRESSURES = [0.0, 0.5, 1.0, NAN, INF, -INF, 2.0, 0.25]
+CONFIGS = [DEFAULTS, {**DEFAULTS, "probation_byte_budget": 20, "grace_observations": 0, "ghost_capacity": 2},
+           {**DEFAULTS, "probation_byte_budget": 8, "persistence_hit_threshold": 1, "grace_observations": 3, "ghost_max_age_observations": 5},
+           {**DEFAULTS, "probation_byte_budget": 40, "min_reuse_probability": 0.5, "decay_factor": 0.5, "ghost_capacity": 0},
+           {**DEFAULTS, "probation_byte_budget": 0, "persistence_hit_threshold": 3, "min_reuse_probability": 0.0, "grace_observations": 1}]
+
+
+def random_operations(rng: XorShift64, n: int) -> list[Json]:
+    """Operations drawn as the certification machine draws them (conformance/benefit_machine.py)."""
+    operations = []
+    for _ in range(n):
+        key, pinned = 1 + rng.u64() % 5, tuple(sorted({1 + rng.u64() % 5 for _ in range(rng.u64() % 3)}))
+        cold, restore = COSTS[rng.u64() % len(COSTS)]
+        move = rng.u64() % 8
+        if move <= 2:
+            segments = sorted({1 + rng.u64() % 4 for _ in range(rng.u64() % 4)})
+            operations.append(offer(key, (0, 1, 3, 8, 10, 16)[rng.u64() % 6], [(s, SEGMENT_SIZES[s]) for s in segments], cold, restore, pinned))
+        elif move == 3:
+            operations.append(hit(key, cold, restore))
+        elif move == 4:
+            operations.append({"cmd": "record_miss", "key": key})
+        elif move == 5:
+            operations.append({"cmd": "observe_pressure", "pressure": to_double(PRESSURES[rng.u64() % len(PRESSURES)])})
+        elif move == 6:
+            operations.append(victims(rng.u64() % 40, pinned))
+        elif rng.u64() % 2:
+            operations.append({"cmd": "remove", "key": key, "pinned": list(pinned)})
+        else:
+            operations.append({"cmd": "select_probation_cap_victims", "pinned": list(pinned)})
+    return operations
+
+
+def benefit_cases() -> Iterator[Json]:
+    for knob, bad in (("probation_byte_budget", -1), ("persistence_hit_threshold", 0), ("min_reuse_probability", 1.5), ("decay_factor", 1.0),
+                      ("grace_observations", -1), ("ghost_capacity", -1), ("ghost_max_age_observations", -1)):
+        yield benefit_case(f"refused: {knob} {bad}", "BEN-CONF-8", {**DEFAULTS, knob: bad}, [])
+    for name, config, operations, clauses in SCENARIOS:
+        yield benefit_case(name, "spec/benefit.md, written by hand", config, operations, clauses=clauses)
+    for seed in range(1, 31):
+        config = CONFIGS[seed % len(CONFIGS)]
+        yield benefit_case(f"random operations: seed {seed}", "xorshift64 operations", config, random_operations(XorShift64(seed), 30))
+
+
+TWO_53 = 2.0**53
+SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
+    # Doubles, not reals: 2**53 + 2 - 1 rounds to 2**53 (ties to even), so both nets are 2**53, the
+    # scores tie, and the smaller key goes first. In exact arithmetic key 2's score is the lower and
+    # it would go first; so would it by arrival, since it was offered first.
+    ("float edge: net benefit 2**53 + 1 against 2**53", {**DEFAULTS, "grace_observations": 0},
+     [offer(2, 8, [], TWO_53, 0.0), offer(1, 8, [], TWO_53 + 2, 1.0), hit(2, TWO_53, 0.0), hit(1, TWO_53 + 2, 1.0), victims(8)],
+     ("BEN-ARITH-1", "BEN-VICTIM-2")),
+    ("no net benefit: rejected, the clock untouched", DEFAULTS, [offer(1, 8, [], 20.0, 20.0), offer(2, 8, [], 100.0, 30.0)], ("BEN-ADMIT-2",)),
+    ("an invalid cost sample on a hit leaves no score", {**DEFAULTS, "grace_observations": 0},
+     [offer(1, 8, [], 100.0, 30.0), hit(1, NAN, 1.0), offer(2, 8, [], 100.0, 30.0), hit(2, 100.0, 30.0), victims(16)], ()),
+    ("a ghost takes over: the re-offer counts as a reuse", {**DEFAULTS, "persistence_hit_threshold": 2},
+     [offer(1, 8, [], 100.0, 30.0), hit(1, 100.0, 30.0), {"cmd": "remove", "key": 1, "pinned": []}, offer(1, 8, [], 100.0, 30.0)], ()),
+    ("shared segments: fractional shares and marginal release", {**DEFAULTS, "grace_observations": 0},
+     [offer(1, 0, [(10, 12)], 100.0, 30.0), offer(2, 0, [(10, 12)], 100.0, 30.0), offer(3, 4, [(10, 12), (11, 9)], 60.0, 10.0),
+      victims(9), victims(12), victims(21)], ()),
+    ("the probation cap deferred with its exact shortfall", {**DEFAULTS, "probation_byte_budget": 10},
+     [offer(1, 8, [], 100.0, 30.0, (1,)), offer(2, 8, [], 100.0, 30.0, (1, 2)), {"cmd": "select_probation_cap_victims", "pinned": [1, 2]}], ()),
+]
+
+
+# The corpus (FIX-1 to FIX-5) --------------------------------------------------------------------
+
+
+def cases() -> list[Json]:
+    """Every case, with its id (FIX-3)."""
+    return [{**case, "id": case_id(case)} for case in (*replay_cases(), *benefit_cases())]
+
+
+def generate(directory: Path) -> list[Json]:
+    """FIX-1, FIX-2, FIX-5: write every case and the manifest, replacing what a corpus there held
+    (every file written whole); the manifest's entries."""
+    from .output import written_whole
+
+    corpus = cases()
+    ids = [case["id"] for case in corpus]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise KvspecError(f"FIX-3: two cases are the same case: {', '.join(duplicates)}")
+    entries = []
+    texts = {f"{case['kind']}/{case['id']}.json": canonical(case) for case in corpus}
+    for kind in {case["kind"] for case in corpus}:
+        (directory / kind).mkdir(parents=True, exist_ok=True)
+        for stale in (directory / kind).glob("*.json"):
+            if f"{kind}/{stale.name}" not in texts:
+                stale.unlink()
+    for case in corpus:
+        path = f"{case['kind']}/{case['id']}.json"
+        with written_whole(directory / path) as temporary:
+            temporary.write_text(texts[path], encoding="utf-8")
+        entries.append({"id": case["id"], "kind": case["kind"], "path": path, "title": case["title"], "clauses": case["clauses"],
+                        "sha256": hashlib.sha256(texts[path].encode()).hexdigest()})
+    entries.sort(key=lambda entry: entry["path"])
+    manifest = {"format": FORMAT, "spec_version": SPEC_VERSION, "cases": entries}
+    with written_whole(directory / "manifest.json") as temporary:
+        temporary.write_text(canonical(manifest), encoding="utf-8")
+    return entries
+
+
+def bundled_corpus() -> Path:
+    """The corpus installed with kvspec (the package kvspec.fixtures is spec/fixtures/)."""
+    import kvspec.fixtures
+
+    return Path(next(iter(kvspec.fixtures.__path__)))
+
+
+# The runner (FIX-8, FIX-9) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case's verdict: pass, fail, skip, known-failure or unexpected-pass, and why."""
+
+    id: str
+    title: str
+    verdict: str
+    detail: str = ""
+
+
+def read_manifest(directory: Path) -> list[Json]:
+    """FIX-1, FIX-2: the manifest's entries, or a KvspecError naming what is wrong."""
+    path = directory / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise KvspecError(f"{path}: cannot read the manifest: {error.strerror}") from None
+    except ValueError as error:
+        raise KvspecError(f"{path}: not JSON: {error}") from None
+    try:
+        return [entry.model_dump() for entry in Manifest.model_validate(manifest).cases]
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise KvspecError(f"{path}: FIX-1: not a {FORMAT} manifest: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+def read_case(directory: Path, entry: Json) -> Json:
+    """FIX-2, FIX-9: the case, once its bytes match the manifest's sha256."""
+    path = directory / entry["path"]
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise KvspecError(f"{path}: cannot read the case: {error.strerror}") from None
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise KvspecError(f"{path}: FIX-2: its sha256 is not the manifest's (the corpus was edited by hand, or is damaged)")
+    try:
+        CASE.validate_json(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise KvspecError(f"{path}: not a {FORMAT} case: {field}: {first['msg']}") from None
+    return json.loads(data)
+
+
+class Mismatch(AssertionError):
+    """A case's check that did not hold: where, and expected against actual."""
+
+
+def expect_equal(where: str, expected: object, actual: object) -> None:
+    if expected != actual:
+        raise Mismatch(f"{where}: expected {expected!r}, got {actual!r}")
+
+
+def check_replay(adapter: Adapter, case: Json) -> None:
+    """What a consumer must check, step 2 and 3 (FIX-6)."""
+    config = case["config"]
+    try:
+        adapter.configure(AdapterConfig(config["policy"], config["capacity"], config["block_size"], config["small_ratio"], config["max_freq"]))
+        accepted = True
+    except ConfigRefused:
+        accepted = False
+    expect_equal("the configuration", "refused" if case["refused"] else "accepted", "accepted" if accepted else "refused")
+    if not accepted:
+        return
+    hits = prompt = resident = 0
+    for number, step in enumerate(case["requests"], start=1):
+        hit = adapter.hit_tokens(step["hash_ids"], step["input_length"])
+        expect_equal(f"request {number}: hit_tokens", step["expect"]["hit_tokens"], hit)
+        adapter.access(step["hash_ids"])
+        resident = adapter.resident_count()
+        expect_equal(f"request {number}: resident_count", step["expect"]["resident_count"], resident)
+        if "snapshot" in step["expect"] and adapter.level == "state":
+            snapshot = adapter.snapshot()
+            actual = {"small": [list(e) for e in snapshot.small], "main": [list(e) for e in snapshot.main], "ghost": list(snapshot.ghost)}
+            expect_equal(f"request {number}: snapshot", step["expect"]["snapshot"], actual)
+        hits, prompt = hits + hit, prompt + step["input_length"]
+    expect_equal("totals", case["totals"], {"total_hit_tokens": hits, "total_prompt_tokens": prompt, "final_cache_blocks": resident})
+
+
+def check_benefit(adapter: BenefitAdapter, case: Json) -> None:
+    """What a consumer must check, steps 2 and 4 (FIX-7)."""
+    reply = answer_benefit(adapter, wire({"cmd": "configure_benefit", "config": case["config"]}))
+    expect_equal("the configuration", "refused" if case["refused"] else "accepted", "refused" if "refused" in reply else "accepted")
+    for number, step in enumerate(case["operations"], start=1):
+        where = f"operation {number} ({step['request']['cmd']})"
+        expect_equal(where, step["expect"], same_doubles(answer_benefit(adapter, wire(step["request"]))))
+        if "state" in step and adapter.level == "state":
+            expect_equal(f"{where}: the state after it", step["state"], same_doubles(answer_benefit(adapter, wire({"cmd": "benefit_state"}))))
+
+
+def same_doubles(reply: Json) -> Json:
+    """The reply as its JSON reads back, so that 1.0 and 1 compare as the doubles they are."""
+    return json.loads(json.dumps(reply, allow_nan=False))
+
+
+def verify(directory: Path, load: Callable[[], Adapter | BenefitAdapter], known: dict[str, str],
+           progress: Callable[[int, int], None] = lambda done, total: None) -> list[CaseResult]:
+    """FIX-8, FIX-9: every case of the corpus through the adapters ``load`` starts."""
+    entries = read_manifest(directory)
+    unknown = sorted(set(known) - {entry["id"] for entry in entries})
+    if unknown:
+        raise KvspecError(f"FIX-8: the known failures name cases the corpus does not have: {', '.join(unknown)}")
+    adapter = load()
+    offered = getattr(adapter, "policies", ("s3fifo", "lru", "fifo"))
+    results = []
+    try:
+        for done, entry in enumerate(entries):
+            progress(done, len(entries))
+            case = read_case(directory, entry)
+            policy = case["config"]["policy"] if case["kind"] == "replay" else "benefit"
+            if policy not in offered:
+                results.append(CaseResult(case["id"], case["title"], "skip", f"the implementation does not list {policy}"))
+                continue
+            try:
+                check_replay(adapter, case) if case["kind"] == "replay" else check_benefit(adapter, case)  # type: ignore[arg-type]
+                failure = ""
+            except Mismatch as mismatch:
+                failure = str(mismatch)
+            except AdapterFailure as broken:  # FIX-9: a fresh implementation for the next case
+                failure = str(broken)
+                adapter.close()
+                adapter = load()
+            results.append(verdict_of(case, failure, known))
+    finally:
+        adapter.close()
+    return results
+
+
+def verdict_of(case: Json, failure: str, known: dict[str, str]) -> CaseResult:
+    """FIX-8."""
+    if case["id"] in known:
+        if failure:
+            return CaseResult(case["id"], case["title"], "known-failure", failure)
+        return CaseResult(case["id"], case["title"], "unexpected-pass", f"listed as a known failure ({known[case['id']]}), but it passes")
+    return CaseResult(case["id"], case["title"], "fail" if failure else "pass", failure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m kvspec.conformance.fixtures", description="Write the fixture format's JSON Schemas.")
+    parser.add_argument("folder", type=Path, help="where to write fixture-case.schema.json and fixture-manifest.schema.json")
+    folder = parser.parse_args(argv).folder
+    for name, text in schema_texts().items():
+        (folder / name).write_text(text, encoding="utf-8")
+        print(folder / name)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
