@@ -132,7 +132,36 @@ def build_parser() -> argparse.ArgumentParser:
     replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-8)")
     replay_all.add_argument("--report", type=Path, help="also write every case's verdict as JSON here (written whole)")
     replay_all.set_defaults(handler=run_fixtures_verify)
+    search = commands.add_parser(
+        "hunt",
+        help="search the spec's own rules for holes with CrossHair (check, as-written, diff)",
+        description="check: crosshair check of the reference's rules (expect nothing). as-written: the seed's rules with the spec's "
+        "resolution of findings F-1 and F-2 switched off (expect the degenerate sizes). diff: crosshair diffbehavior between a rule "
+        "and a mistake of the mutant gallery. Exit 3 when a counterexample is found, 0 when none is within the budget (not a proof).",
+    )
+    search.add_argument("search", choices=["check", "as-written", "diff"], help="which search")
+    search.add_argument("--budget", type=typed(float, "hunt", "the budget must be a number of seconds"), default=300.0,
+                        help="seconds for the whole search (default 300)")
+    search.add_argument("--per-condition", type=typed(float, "hunt", "the time must be a number of seconds"), default=10.0,
+                        help="seconds CrossHair spends on each condition (default 10)")
+    search.add_argument("--record", action="store_true", help="add new counterexamples to conformance/hunted.json, for the fixtures")
+    search.set_defaults(handler=run_hunt)
     return parser
+
+
+def run_hunt(args: argparse.Namespace) -> int:
+    from .hunt import hunt, record
+
+    if args.budget <= 0 or args.per_condition <= 0:
+        raise KvspecError("hunt: --budget and --per-condition must be positive")
+    found, seconds, command = hunt(args.search, args.budget, args.per_condition)
+    print(f"{command}: {len(found)} counterexample{'s' if len(found) != 1 else ''} in {seconds:.1f} s")
+    for counterexample in found:
+        call = ", ".join(f"{name}={value!r}" for name, value in counterexample.args.items())
+        print(f"  {counterexample.function}({call}): {counterexample.found}")
+    if args.record and found:
+        print(f"  {record(found)} new, recorded in conformance/hunted.json (kvspec fixtures generate makes them fixtures)")
+    return 3 if found else 0
 
 
 def run_fixtures_generate(args: argparse.Namespace) -> None:

@@ -272,6 +272,24 @@ def replay_cases() -> Iterator[Json]:
 BUNDLED = ("conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz")
 
 
+def hunted_cases() -> Iterator[Json]:
+    """Every counterexample `kvspec hunt --record` kept (conformance/hunted.json), as a replay case."""
+    from .hunt import HUNTED
+
+    for found in json.loads(HUNTED.read_text(encoding="utf-8")):
+        args, provenance = found["args"], f"kvspec hunt {found['search']}: `{found['command']}`, {found['seconds']} s"
+        call = ", ".join(f"{name}={value!r}" for name, value in args.items())
+        title = f"hunted: {found['function'].rsplit('.', 1)[-1]}({call}): {found['found']}"
+        if {"capacity", "small_ratio"} <= set(args):  # a configuration of the seed's that the spec refuses (S3-CONF-5)
+            config = ReplayConfig(capacity=args["capacity"], small_ratio=float(args["small_ratio"]), block_size=4)
+            yield replay_case(title, provenance, config, conversation(XorShift64(7), 14, 4))
+        else:  # hit_tokens(k, block_size, input_length): the same request twice, so that the second hits k blocks
+            k, block_size, length = args["k"], args["block_size"], args["input_length"]
+            blocks = list(range(1, -(-length // block_size) + 1))
+            config = ReplayConfig(policy="lru", capacity=len(blocks) + k + 1, block_size=block_size)
+            yield replay_case(title, provenance, config, [(blocks, length), (blocks, length)])
+
+
 # Benefit cases (FIX-7) --------------------------------------------------------------------------
 
 DEFAULTS: Json = {"probation_byte_budget": 256 << 20, "persistence_hit_threshold": 2, "min_reuse_probability": 0.01, "decay_factor": 0.9,
@@ -397,7 +415,7 @@ SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
 
 def cases() -> list[Json]:
     """Every case, with its id (FIX-3)."""
-    return [{**case, "id": case_id(case)} for case in (*replay_cases(), *benefit_cases())]
+    return [{**case, "id": case_id(case)} for case in (*replay_cases(), *hunted_cases(), *benefit_cases())]
 
 
 def generate(directory: Path) -> list[Json]:

@@ -255,7 +255,13 @@ class NoMinClamp(CanonicalS3FIFO):
     breaks = "REPLAY-HIT-1"
 
     def tokens(self, k: int, input_length: int) -> int:
-        return k * self.configured().block_size
+        return unclamped_hit_tokens(k, self.configured().block_size, input_length)
+
+
+def unclamped_hit_tokens(k: int, block_size: int, input_length: int) -> int:
+    """The no-min-clamp mistake as a plain function, for `kvspec hunt --diff` (crosshair
+    diffbehavior against kvspec.reference.replay.hit_tokens)."""
+    return k * block_size
 
 
 class GhostCountedAsResident(CanonicalS3FIFO):
@@ -406,7 +412,13 @@ class IntSmallCap(CanonicalS3FIFO):
     breaks = "S3-CONF-2"
 
     def small_cap_for(self, capacity: int, small_ratio: float) -> int:
-        return int(capacity * small_ratio)
+        return int_small_cap_for(capacity, small_ratio)
+
+
+def int_small_cap_for(capacity: int, small_ratio: float) -> int:
+    """The int-small-cap mistake as a plain function, for `kvspec hunt --diff` (crosshair
+    diffbehavior against kvspec.reference.s3fifo.small_cap_for)."""
+    return int(capacity * small_ratio)
 
 
 class GhostCapIsSmallCap(CanonicalS3FIFO):

@@ -1,4 +1,4 @@
-"""`crosshair check` explores the reference's contracts and finds no counterexample.
+"""`crosshair check` (`kvspec hunt check`) explores the reference's contracts and finds no counterexample.
 
 CrossHair runs with every contract installed (KVSPEC_CONTRACTS=all), a bounded time for each
 condition, and --report_all, so that the test also sees which conditions it analysed: a run that
@@ -16,16 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from kvspec.conformance.hunt import CHECK_TARGETS
 from kvspec.reference import fifo, lru, s3fifo
 
 replay = importlib.import_module("kvspec.reference.replay")  # the package's `replay` is the function
 
-TARGETS = [
-    "kvspec.reference.s3fifo",
-    "kvspec.reference.lru",
-    "kvspec.reference.fifo",
-    "kvspec.reference.replay.hit_tokens",
-]
+TARGETS = CHECK_TARGETS  # `kvspec hunt check` runs this very search
 SECONDS_PER_CONDITION = "4"
 
 # Each rule whose contracts must have been explored.
