@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import kvspec.reference
+from kvspec.reference.contracts import CHEAP
 
 PREFIXES = "BEN|REPLAY|S3|LRU|FIFO"
 CITATION = re.compile(rf"\b((?:{PREFIXES})(?:-[A-Z]+)*)-(\d+)(?:\.\.(\d+)| to (?:{PREFIXES})(?:-[A-Z]+)*-(\d+))?")
@@ -75,13 +76,15 @@ def exercised() -> Iterator[set[str]]:
         return local
 
     def on_call(frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
-        filename = frame.f_code.co_filename
-        if event != "call" or not filename.startswith(root):
+        code = frame.f_code
+        if event != "call" or not code.co_filename.startswith(root):
             return None
-        if any(part.startswith("icontract") for part in _callers(frame)):
+        if CHEAP and any(part.startswith("icontract") for part in _callers(frame)):
             return None  # a contract at work: its clauses are not the computation's
-        found.update(citations(filename)[1].get(frame.f_code.co_firstlineno, ()))
-        return local
+        lines, calls = citations(code.co_filename)
+        found.update(calls.get(code.co_firstlineno, ()))
+        unseen = [n for n in cited_lines(code) if not lines[n] <= found]
+        return local if unseen else None  # line events only where they can still add a clause
 
     previous = sys.gettrace()
     sys.settrace(on_call)
@@ -89,6 +92,13 @@ def exercised() -> Iterator[set[str]]:
         yield found
     finally:
         sys.settrace(previous)
+
+
+@cache
+def cited_lines(code: CodeType) -> tuple[int, ...]:
+    """The lines of ``code`` that cite a clause."""
+    lines = citations(code.co_filename)[0]
+    return tuple(sorted({n for _, _, n in code.co_lines() if n is not None and n in lines}))
 
 
 def _callers(frame: FrameType) -> Iterator[str]:

@@ -126,10 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     make = actions.add_parser("generate", help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
     make.add_argument("directory", nargs="?", type=Path, default=Path("spec/fixtures"), help="default: spec/fixtures")
     make.set_defaults(handler=run_fixtures_generate)
-    replay_all = actions.add_parser("verify", help="replay every case through an implementation and report each failure (FIX-9)")
+    replay_all = actions.add_parser("verify", help="replay every case through an implementation and report each failure (FIX-12)")
     replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
     replay_all.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
-    replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-8)")
+    replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
     replay_all.add_argument("--report", type=Path, help="also write every case's verdict as JSON here (written whole)")
     replay_all.set_defaults(handler=run_fixtures_verify)
     search = commands.add_parser(
@@ -184,7 +184,7 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise KvspecError(f"{args.known_failures}: not JSON: {error}") from None
         if not isinstance(known, dict) or not all(isinstance(v, str) for v in known.values()):
-            raise KvspecError(f"{args.known_failures}: FIX-8: expected a JSON object mapping case ids to reasons")
+            raise KvspecError(f"{args.known_failures}: FIX-11: expected a JSON object mapping case ids to reasons")
     progress = Progress("verifying fixtures", lambda: counter[0] / max(counter[1], 1))
     counter = [0, 0]
 

@@ -34,6 +34,7 @@ from kvspec.reference import (
     replay,
 )
 from kvspec.reference.benefit.traces import XorShift64
+from kvspec.reference.errors import TraceError
 from kvspec.reference.replay import PolicyServer
 from kvspec.reference.validation import INT64_MAX
 
@@ -90,7 +91,7 @@ class Totals(Strict):
 
 class Header(Strict):
     format: Literal["kvspec-fixture/1"]
-    id: Annotated[str, Field(pattern=r"^(replay|benefit)-[0-9a-f]{16}$")]
+    id: Annotated[str, Field(pattern=r"^(replay|benefit|trace|comparison|prefix)-[0-9a-f]{16}$")]
     title: str
     provenance: str
     level: Literal["results", "state"]
@@ -121,12 +122,42 @@ class BenefitCase(Header):
     operations: list[BenefitStep]
 
 
-CASE: TypeAdapter[Any] = TypeAdapter(Annotated[ReplayCase | BenefitCase, Field(discriminator="kind")])
+class TraceCase(Header):
+    """FIX-8."""
+
+    kind: Literal["trace"]
+    block_size: Annotated[int, Field(ge=1)]
+    lines: list[str]
+    gzip: bool
+    expect: dict[str, Any] = Field(description="refused: the line and field; else requests, total_prompt_tokens, total_hit_tokens")
+
+
+class ComparisonCase(Header):
+    """FIX-9."""
+
+    kind: Literal["comparison"]
+    trace: str
+    capacity_bytes: Count
+    expect: dict[str, Any] = Field(description="accesses, the first eight (key, cold, restore, bytes), and the policy's and LRU's sides")
+
+
+class PrefixCase(Header):
+    """FIX-10."""
+
+    kind: Literal["prefix"]
+    model: dict[str, Any] = Field(description="BEN-MODEL-1's fields")
+    block_size: Annotated[int, Field(ge=1)]
+    capacity_bytes: Count
+    requests: list[dict[str, Any]]
+    expect: list[dict[str, Any]] = Field(description="BEN-PREFIX-7's measures for benefit, s3fifo, lru and fifo, in that order")
+
+
+CASE: TypeAdapter[Any] = TypeAdapter(Annotated[ReplayCase | BenefitCase | TraceCase | ComparisonCase | PrefixCase, Field(discriminator="kind")])
 
 
 class ManifestEntry(Strict):
     id: str
-    kind: Literal["replay", "benefit"]
+    kind: Literal["replay", "benefit", "trace", "comparison", "prefix"]
     path: str
     title: str
     clauses: list[str]
@@ -262,7 +293,8 @@ def replay_cases() -> Iterator[Json]:
                                   "xorshift64 conversations", config, trace)
         for seed in range(1, 4):
             config = ReplayConfig(policy=policy, capacity=10, block_size=1)  # type: ignore[arg-type]
-            yield replay_case(f"{policy} repeated ids: seed {seed}", "spec/findings.md F-5", config, arbitrary(XorShift64(seed), 20))
+            yield replay_case(f"{policy} repeated ids: seed {seed}", "spec/findings.md F-5", config, arbitrary(XorShift64(seed), 20),
+                              clauses=("REPLAY-TRACE-4",))
         for name in BUNDLED:
             excerpt = [(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(name)).records(), 150)]
             yield replay_case(f"{policy} on {name}, first 150 requests, 64 blocks", f"{name} lines 1 to 150 (Mooncake FAST'25, Apache-2.0)",
@@ -410,12 +442,87 @@ SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
 ]
 
 
+# Trace, comparison and prefix cases (FIX-8 to FIX-10) ----------------------------------------
+
+
+def trace_case(title: str, lines: list[str], block_size: int = 4, clauses: tuple[str, ...] = (), gzip: bool = False) -> Json:
+    """FIX-8: a trace file's lines, and what the replay makes of them or the line it refuses."""
+    import gzip as gz
+    import tempfile
+
+    case: Json = {"format": FORMAT, "kind": "trace", "title": title, "provenance": "spec/replay.md section 1, written by hand",
+                  "level": "results", "block_size": block_size, "lines": lines, "gzip": gzip}
+    with tempfile.TemporaryDirectory() as folder, exercised() as ran:
+        path = Path(folder) / "trace.jsonl"  # no .gz: a reader knows gzip by its first two bytes (REPLAY-TRACE-6)
+        text = "".join(line + "\n" for line in lines).encode()
+        path.write_bytes(gz.compress(text, mtime=0) if gzip else text)
+        try:
+            records = [(n, r) for n, r in TraceFile(path).records()]
+            result = replay(records, ReplayConfig(policy="lru", capacity=8, block_size=block_size), path=str(path))
+            case.update(refused=None, expect={"requests": result.requests, "total_prompt_tokens": result.total_prompt_tokens,
+                                              "total_hit_tokens": result.total_hit_tokens})
+        except TraceError as error:
+            case.update(refused=error.clause, expect={"line": error.line, "field": error.field})
+    case["clauses"] = sorted(ran | set(clauses))
+    return case
+
+
+def trace_cases() -> Iterator[Json]:
+    good = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}'
+    yield trace_case("a good trace, read in file order", [good.replace(": 0,", ": 9,"), good, '{"timestamp": 3, "input_length": 8, '
+                     '"output_length": 0, "hash_ids": [1, 2]}'], clauses=("REPLAY-TRACE-5",))
+    yield trace_case("the same, gzip-compressed under a plain name", [good, good], gzip=True)
+    for title, bad in (("a blank line", ""), ("not JSON", "{"), ("not an object", "[1, 2]"), ("a missing field", good.replace('"timestamp": 0, ', "")),
+                       ("an extra field", good.replace("}", ', "x": 1}')), ("a float input_length", good.replace('"input_length": 5', '"input_length": 5.0')),
+                       ("a string hash id", good.replace("[1, 2]", '[1, "2"]')), ("no hash ids", good.replace("[1, 2]", "[]")),
+                       ("a hash id past 2**63 - 1", good.replace("[1, 2]", f"[1, {2**63}]")), ("a negative output_length", good.replace('"output_length": 1', '"output_length": -1')),
+                       ("too few blocks for input_length", good.replace('"input_length": 5', '"input_length": 9')),
+                       ("too many blocks for input_length", good.replace('"input_length": 5', '"input_length": 4'))):
+        yield trace_case(f"refused at line 2: {title}", [good, bad], clauses=("REPLAY-TRACE-7",))
+
+
+def comparison_cases() -> Iterator[Json]:
+    """FIX-9: each seeded trace of BEN-CMP-1, its first accesses, and both sides' results."""
+    from kvspec.reference.benefit import TRACES, compare
+
+    for name, (make, capacity) in TRACES.items():
+        with exercised() as ran:
+            accesses = make()
+            row = compare(name, accesses, capacity)
+        case = {"format": FORMAT, "kind": "comparison", "title": f"{name} at {capacity} bytes", "provenance": "spec/benefit.md BEN-CMP-1",
+                "level": "results", "refused": None, "trace": name, "capacity_bytes": capacity,
+                "expect": {"accesses": len(accesses), "first": [[a.key, a.cost.cold_prefill_cost, a.cost.restore_cost, a.bytes] for a in accesses[:8]],
+                           "policy": row.policy.model_dump(), "lru": row.lru.model_dump()}}
+        yield {**case, "clauses": sorted(ran | {"BEN-TRACE-1", "BEN-LRU-1"})}  # FIX-9: xorshift64 and the LRU list, by construction
+
+
+def prefix_cases() -> Iterator[Json]:
+    """FIX-10: the first 60 requests of each bundled trace, every policy at one byte capacity."""
+    from kvspec.reference.benefit.model import Model
+    from kvspec.reference.benefit.prefix import PREFIX_POLICIES, replay_benefit, replay_blocks
+
+    model = Model()
+    for name in BUNDLED:
+        excerpt = list(islice(TraceFile(bundled_trace_path(name)).records(), 60))
+        capacity = 64 * model.block_bytes(512)
+        with exercised() as ran:
+            sides = [(replay_benefit(excerpt, capacity, 512, model) if policy == "benefit" else replay_blocks(excerpt, policy, capacity, 512, model))
+                     for policy in PREFIX_POLICIES]
+        case = {"format": FORMAT, "kind": "prefix", "title": f"{name}, first 60 requests, 4 GiB", "level": "results", "refused": None,
+                "provenance": f"{name} lines 1 to 60 (Mooncake FAST'25, Apache-2.0); spec/benefit.md sections 19 and 20",
+                "model": {k: v for k, v in vars(model).items()}, "block_size": 512, "capacity_bytes": capacity,
+                "requests": [{"hash_ids": r.hash_ids, "input_length": r.input_length} for _, r in excerpt],
+                "expect": [side.model_dump() for side in sides]}
+        yield {**case, "clauses": sorted(ran | {"BEN-MODEL-1"})}  # FIX-10: the model's fields are in the case
+
+
 # The corpus (FIX-1 to FIX-5) --------------------------------------------------------------------
 
 
 def cases() -> list[Json]:
     """Every case, with its id (FIX-3)."""
-    return [{**case, "id": case_id(case)} for case in (*replay_cases(), *hunted_cases(), *benefit_cases())]
+    every = (*replay_cases(), *hunted_cases(), *benefit_cases(), *trace_cases(), *comparison_cases(), *prefix_cases())
+    return [{**case, "id": case_id(case)} for case in every]
 
 
 def generate(directory: Path) -> list[Json]:
@@ -455,7 +562,7 @@ def bundled_corpus() -> Path:
     return Path(next(iter(kvspec.fixtures.__path__)))
 
 
-# The runner (FIX-8, FIX-9) ----------------------------------------------------------------------
+# The runner (FIX-11, FIX-12) ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -485,7 +592,7 @@ def read_manifest(directory: Path) -> list[Json]:
 
 
 def read_case(directory: Path, entry: Json) -> Json:
-    """FIX-2, FIX-9: the case, once its bytes match the manifest's sha256."""
+    """FIX-2, FIX-12: the case, once its bytes match the manifest's sha256."""
     path = directory / entry["path"]
     try:
         data = path.read_bytes()
@@ -555,11 +662,11 @@ def same_doubles(reply: Json) -> Json:
 
 def verify(directory: Path, load: Callable[[], Adapter | BenefitAdapter], known: dict[str, str],
            progress: Callable[[int, int], None] = lambda done, total: None) -> list[CaseResult]:
-    """FIX-8, FIX-9: every case of the corpus through the adapters ``load`` starts."""
+    """FIX-11, FIX-12: every case of the corpus through the adapters ``load`` starts."""
     entries = read_manifest(directory)
     unknown = sorted(set(known) - {entry["id"] for entry in entries})
     if unknown:
-        raise KvspecError(f"FIX-8: the known failures name cases the corpus does not have: {', '.join(unknown)}")
+        raise KvspecError(f"FIX-11: the known failures name cases the corpus does not have: {', '.join(unknown)}")
     adapter = load()
     offered = getattr(adapter, "policies", ("s3fifo", "lru", "fifo"))
     results = []
@@ -567,6 +674,9 @@ def verify(directory: Path, load: Callable[[], Adapter | BenefitAdapter], known:
         for done, entry in enumerate(entries):
             progress(done, len(entries))
             case = read_case(directory, entry)
+            if case["kind"] not in ("replay", "benefit"):  # FIX-12: no adapter operation reads a trace or runs a comparison
+                results.append(CaseResult(case["id"], case["title"], "skip", f"a {case['kind']} case: for a trace reader or a comparison"))
+                continue
             policy = case["config"]["policy"] if case["kind"] == "replay" else "benefit"
             if policy not in offered:
                 results.append(CaseResult(case["id"], case["title"], "skip", f"the implementation does not list {policy}"))
@@ -576,7 +686,7 @@ def verify(directory: Path, load: Callable[[], Adapter | BenefitAdapter], known:
                 failure = ""
             except Mismatch as mismatch:
                 failure = str(mismatch)
-            except AdapterFailure as broken:  # FIX-9: a fresh implementation for the next case
+            except AdapterFailure as broken:  # FIX-12: a fresh implementation for the next case
                 failure = str(broken)
                 adapter.close()
                 adapter = load()
@@ -587,7 +697,7 @@ def verify(directory: Path, load: Callable[[], Adapter | BenefitAdapter], known:
 
 
 def verdict_of(case: Json, failure: str, known: dict[str, str]) -> CaseResult:
-    """FIX-8."""
+    """FIX-11."""
     if case["id"] in known:
         if failure:
             return CaseResult(case["id"], case["title"], "known-failure", failure)
