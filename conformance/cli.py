@@ -144,17 +144,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds for the whole search (default 300)")
     search.add_argument("--per-condition", type=typed(float, "hunt", "the time must be a number of seconds"), default=10.0,
                         help="seconds CrossHair spends on each condition (default 10)")
+    search.add_argument("--pair", nargs=2, metavar=("SPEC_FUNCTION", "OTHER_FUNCTION"),
+                        help="diff: the two fully qualified functions to compare (default: REPLAY-HIT-1 against the no-min-clamp mutant)")
     search.add_argument("--record", action="store_true", help="add new counterexamples to conformance/hunted.json, for the fixtures")
     search.set_defaults(handler=run_hunt)
     return parser
 
 
 def run_hunt(args: argparse.Namespace) -> int:
-    from .hunt import hunt, record
+    from .hunt import DIFFS, hunt, record
 
     if args.budget <= 0 or args.per_condition <= 0:
         raise KvspecError("hunt: --budget and --per-condition must be positive")
-    found, seconds, command = hunt(args.search, args.budget, args.per_condition)
+    if args.pair and args.search != "diff":
+        raise KvspecError("hunt: --pair names the two functions of a diff")
+    found, seconds, command = hunt(args.search, args.budget, args.per_condition, tuple(args.pair or DIFFS["no-min-clamp"]))
     print(f"{command}: {len(found)} counterexample{'s' if len(found) != 1 else ''} in {seconds:.1f} s")
     for counterexample in found:
         call = ", ".join(f"{name}={value!r}" for name, value in counterexample.args.items())

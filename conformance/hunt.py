@@ -7,7 +7,8 @@ Three searches, each in a CrossHair process of its own with every contract insta
 - ``as-written``: `crosshair check` of conformance/seed_rules.py, the seed's rules with the spec's
   resolution of F-1 and F-2 switched off, where CrossHair should find the degenerate sizes;
 - ``diff``: `crosshair diffbehavior` between a rule and a mistake of the mutant gallery written
-  as a function, each behind the same guard, so that only inputs the spec defines are compared.
+  as a function, each behind the same guard, so that only inputs the spec defines are compared;
+  or between any two functions named with ``--pair`` (an implementation's own, in-process).
 
 Each counterexample is printed with the time it took and, with ``--record``, added to
 conformance/hunted.json, from which `kvspec fixtures generate` makes a fixture.
@@ -63,11 +64,10 @@ class Counterexample:
     seconds: float
 
 
-def crosshair_command(search: str, per_condition: float, diff: str) -> list[str]:
+def crosshair_command(search: str, per_condition: float, pair: tuple[str, str]) -> list[str]:
     base = [sys.executable, "-m", "crosshair"]
     if search == "diff":
-        first, second = DIFFS[diff]
-        return [*base, "diffbehavior", "--per_condition_timeout", f"{per_condition:g}", first, second]
+        return [*base, "diffbehavior", "--per_condition_timeout", f"{per_condition:g}", *pair]
     targets = CHECK_TARGETS if search == "check" else AS_WRITTEN_TARGETS
     return [*base, "check", "--per_condition_timeout", f"{per_condition:g}", *targets]
 
@@ -83,11 +83,13 @@ def arguments(text: str, names: list[str] | None = None) -> dict[str, object]:
 
 
 SIGNATURES = {"first_access": ["capacity", "small_ratio"], "first_promotion": ["capacity", "small_ratio"]}
+FIXTURE_SHAPES = {frozenset({"capacity", "small_ratio"}), frozenset({"k", "block_size", "input_length"})}  # what hunted_cases maps
 
 
-def hunt(search: str, budget: float, per_condition: float, diff: str = "no-min-clamp") -> tuple[list[Counterexample], float, str]:
-    """Run one search; its counterexamples, the seconds it took, and the command line."""
-    command = crosshair_command(search, per_condition, diff)
+def hunt(search: str, budget: float, per_condition: float, pair: tuple[str, str] = DIFFS["no-min-clamp"]) -> tuple[list[Counterexample], float, str]:
+    """Run one search (``pair``: the two functions a diff compares); its counterexamples, the
+    seconds it took, and the command line."""
+    command = crosshair_command(search, per_condition, pair)
     shown = " ".join(["crosshair", *command[3:]])
     started = time.perf_counter()
     try:
@@ -107,7 +109,7 @@ def hunt(search: str, budget: float, per_condition: float, diff: str = "no-min-c
             found.append(Counterexample(search, function, arguments(match["args"], SIGNATURES.get(function)), match["message"].strip(), shown,
                                         round(seconds, 1)))
     for match in GIVEN.finditer(output):
-        found.append(Counterexample(search, DIFFS[diff][0], arguments(match["args"]),
+        found.append(Counterexample(search, pair[0], arguments(match["args"]),
                                     f"{match['first']} {match['a'].strip()}; {match['second']} {match['b'].strip()}", shown, round(seconds, 1)))
     return found, seconds, shown
 
@@ -117,6 +119,10 @@ def record(found: list[Counterexample]) -> int:
     directory; how many were new."""
     if not CHECKOUT_HUNTED.parent.is_dir():
         raise KvspecError("hunt --record writes conformance/hunted.json: run it from a kvspec checkout")
+    shapeless = [c.function for c in found if not FIXTURE_SHAPES & {frozenset(c.args)}]
+    if shapeless:
+        raise KvspecError(f"hunt --record: no fixture is made from the arguments of {', '.join(sorted(set(shapeless)))} "
+                          "(conformance/fixtures.py hunted_cases takes (capacity, small_ratio) and (k, block_size, input_length))")
     known = json.loads(CHECKOUT_HUNTED.read_text(encoding="utf-8")) if CHECKOUT_HUNTED.exists() else []
     seen = {(entry["function"], json.dumps(entry["args"], sort_keys=True)) for entry in known}
     new = [asdict(c) for c in found if (c.function, json.dumps(c.args, sort_keys=True)) not in seen]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kvspec.conformance.fixtures import read_manifest
 from kvspec.conformance.hunt import HUNTED, arguments, in_domain, no_min_clamp_hit_tokens, spec_hit_tokens
 from kvspec.conformance.seed_rules import RULES, as_written, seed_caps_are_valid
@@ -55,3 +57,24 @@ def test_every_recorded_counterexample_is_a_fixture() -> None:
     titles = [entry["title"] for entry in read_manifest(ROOT / "spec" / "fixtures") if entry["title"].startswith("hunted: ")]
     assert len(titles) == len(recorded) >= 3
     assert any("first_access(capacity=64, small_ratio=0.0078125)" in title for title in titles)
+
+
+def test_hunt_diff_takes_any_pair_and_records_only_what_makes_a_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = kvspec("hunt", "diff", "--pair", "kvspec.reference.s3fifo.saturating_increment", "kvspec.reference.s3fifo.saturating_increment",
+                 "--budget", "60", "--per-condition", "2")
+    assert run.returncode == 0 and "0 counterexamples" in run.stdout  # a function against itself
+    refused = kvspec("hunt", "check", "--pair", "a.b", "c.d")
+    assert refused.returncode == 1 and "--pair names the two functions of a diff" in refused.stderr
+    from kvspec.conformance.hunt import Counterexample, record
+    from kvspec.reference import KvspecError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "conformance").mkdir()
+    try:
+        record([Counterexample("diff", "m.f", {"x": 1}, "differs", "crosshair diffbehavior m.f m.g", 1.0)])
+    except KvspecError as error:
+        assert "no fixture is made from the arguments of m.f" in str(error)
+    else:
+        raise AssertionError("recorded a counterexample no fixture can hold")
+    assert record([Counterexample("as-written", "first_access", {"capacity": 3, "small_ratio": 0.1}, "StopIteration:", "c", 1.0)]) == 1
+    assert json.loads((tmp_path / "conformance" / "hunted.json").read_text())[0]["args"] == {"capacity": 3, "small_ratio": 0.1}
