@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     make = actions.add_parser("generate", help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
     make.add_argument("directory", nargs="?", type=Path, default=Path("spec/fixtures"), help="default: spec/fixtures")
     make.set_defaults(handler=run_fixtures_generate)
+    gather = actions.add_parser("collect", help="keep the shrunk counterexamples of certification reports, for the corpus (run in a checkout)")
+    gather.add_argument("reports", nargs="+", type=Path, help="folders written by kvspec certify --report")
+    gather.set_defaults(handler=run_fixtures_collect)
     replay_all = actions.add_parser("verify", help="replay every case through an implementation and report each failure (FIX-12)")
     replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
     replay_all.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
@@ -173,6 +176,12 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
 
     entries = generate(args.directory)
     print(f"{len(entries)} cases and manifest.json in {args.directory}")
+
+
+def run_fixtures_collect(args: argparse.Namespace) -> None:
+    from .fixtures import collect
+
+    print(f"{collect(args.reports)} new counterexamples in conformance/counterexamples.json (kvspec fixtures generate makes them fixtures)")
 
 
 def run_fixtures_verify(args: argparse.Namespace) -> int:

@@ -304,6 +304,54 @@ def replay_cases() -> Iterator[Json]:
 BUNDLED = ("conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz")
 
 
+COUNTEREXAMPLES = Path(__file__).with_name("counterexamples.json")  # as installed, for the fixtures
+CHECKOUT_COUNTEREXAMPLES = Path("conformance/counterexamples.json")  # where `kvspec fixtures collect` writes: a kvspec checkout
+
+
+def collect(reports: list[Path]) -> int:
+    """Add the shrunk counterexamples of certification reports (report.json and its trace files)
+    to conformance/counterexamples.json of the checkout in the current directory; how many were new."""
+    if not CHECKOUT_COUNTEREXAMPLES.parent.is_dir():
+        raise KvspecError("fixtures collect writes conformance/counterexamples.json: run it from a kvspec checkout")
+    known = json.loads(CHECKOUT_COUNTEREXAMPLES.read_text(encoding="utf-8")) if CHECKOUT_COUNTEREXAMPLES.exists() else []
+    seen = {json.dumps([c["adapter"], c["config"], c["requests"]]) for c in known}
+    added = 0
+    for folder in reports:
+        try:
+            report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise KvspecError(f"{folder / 'report.json'}: not a certification report: {error}") from None
+        for verdict in report["policies"]:
+            for failure in verdict["failures"]:
+                if failure["config"] is None:
+                    continue  # a benefit-policy failure: its operations are not in the report
+                requests = []
+                if failure["trace_file"]:
+                    for _, record in TraceFile(folder / failure["trace_file"]).records():
+                        requests.append([record.hash_ids, record.input_length])
+                key = json.dumps([report["adapter"], failure["config"], requests])
+                if key in seen:
+                    continue
+                seen.add(key)
+                known.append({"adapter": report["adapter"], "policy": verdict["policy"], "seed": report["seed"],
+                              "profile": report["profile"], "clauses": failure["clauses"], "config": failure["config"], "requests": requests})
+                added += 1
+    CHECKOUT_COUNTEREXAMPLES.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return added
+
+
+def counterexample_cases() -> Iterator[Json]:
+    """Every shrunk counterexample `kvspec fixtures collect` kept, as a state-level replay case."""
+    for found in json.loads(COUNTEREXAMPLES.read_text(encoding="utf-8")):
+        c = found["config"]
+        config = ReplayConfig(policy=c["policy"], capacity=c["capacity"], block_size=c["block_size"], small_ratio=c["small_ratio"],
+                              max_freq=c["max_freq"])
+        provenance = (f"the shrunk counterexample of `kvspec certify --adapter {found['adapter']} --policy {found['policy']} "
+                      f"--profile {found['profile']} --seed {found['seed']}`")
+        title = f"counterexample: {found['adapter'].rsplit(':', 1)[-1]} ({found['clauses'][0]})"
+        yield replay_case(title, provenance, config, [(ids, length) for ids, length in found["requests"]])
+
+
 def hunted_cases() -> Iterator[Json]:
     """Every counterexample `kvspec hunt --record` kept (conformance/hunted.json), as a replay case."""
     from .hunt import HUNTED
@@ -521,7 +569,7 @@ def prefix_cases() -> Iterator[Json]:
 
 def cases() -> list[Json]:
     """Every case, with its id (FIX-3)."""
-    every = (*replay_cases(), *hunted_cases(), *benefit_cases(), *trace_cases(), *comparison_cases(), *prefix_cases())
+    every = (*replay_cases(), *hunted_cases(), *counterexample_cases(), *benefit_cases(), *trace_cases(), *comparison_cases(), *prefix_cases())
     return [{**case, "id": case_id(case)} for case in every]
 
 

@@ -203,3 +203,23 @@ def test_FIX_12_an_implementation_that_breaks_the_protocol_fails_its_case_and_th
     broke = [r for r in failed if "the process exited with status 0 before replying" in r.detail]
     assert broke and all(r.detail for r in failed)  # the rest: configurations it accepts and should refuse
     assert len(started) == len(broke) + 1  # a fresh process after each break
+
+
+def test_FIX_4_every_collected_counterexample_is_a_fixture_its_implementation_fails() -> None:
+    """conformance/counterexamples.json (`kvspec fixtures collect`): the shrunk counterexamples of
+    the mutant gallery's and the third-party certifications, each a case with its provenance,
+    and each failed by the implementation it was found in."""
+    from kvspec.adapters import load_adapter
+    from kvspec.conformance.fixtures import COUNTEREXAMPLES, Mismatch, check_replay
+
+    collected = json.loads(COUNTEREXAMPLES.read_text())
+    cases = [json.loads((CORPUS / e["path"]).read_text()) for e in read_manifest(CORPUS) if e["title"].startswith("counterexample: ")]
+    assert len(cases) == len(collected) >= len(mutants.MUTANTS)
+    for case in cases:
+        spec = case["provenance"].split("--adapter ")[1].split(" --policy")[0]
+        adapter = load_adapter(spec)
+        try:
+            with pytest.raises(Mismatch):
+                check_replay(adapter, case)  # type: ignore[arg-type]
+        finally:
+            adapter.close()
