@@ -17,10 +17,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters.benefit import BenefitAdapter, BenefitState, state_of
 from kvspec.adapters.interface import ConfigRefused
+from kvspec.adapters.protocol import to_double
 from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.selection import physical_release
 
+from .fixtures import hit, offer, victims
 from .lockstep import Divergence
 
 KEYS = st.integers(1, 5)
@@ -76,11 +78,14 @@ class BenefitMachine(RuleBasedStateMachine):
         self.step = 0
 
     def diverge(self, clauses: list[str], detail: str, expected: object, actual: object) -> Divergence:
-        return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[])
+        return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[],
+                          benefit={"config": self.config_wire, "operations": list(self.operations)})
 
     @initialize(config=configs())
     def configure(self, config: BenefitConfig) -> None:
         """BEN-CONF-8: both accept the configuration, or both refuse it."""
+        self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
+        self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
         try:
             self.reference = BenefitPolicy(config)
             refused_by = None
@@ -114,6 +119,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append(offer(key, exclusive, shared, *cost, tuple(sorted(pinned))))
         expected = self.reference.consider_admission(key, exclusive, shared, cost, pinned)
         actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
         self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
@@ -139,6 +145,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append(hit(key, *cost))
         expected, actual = self.reference.record_hit(key, cost), self.adapter.record_hit(key, cost)
         self.agree(f"record_hit({key}, {cost})", lambda: ["BEN-HIT-2", "BEN-HIT-1"], expected, actual)
 
@@ -147,6 +154,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append({"cmd": "record_miss", "key": key})
         self.reference.record_miss(key)
         self.adapter.record_miss(key)
         self.agree(f"record_miss({key})", lambda: ["BEN-MISS-1"], None, None)
@@ -156,6 +164,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append({"cmd": "observe_pressure", "pressure": to_double(pressure)})
         self.reference.observe_pressure(pressure)
         self.adapter.observe_pressure(pressure)
         self.agree(f"observe_pressure({pressure})", lambda: ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
@@ -165,6 +174,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append(victims(bytes_to_free, tuple(sorted(pinned))))
         expected = self.reference.choose_victims(bytes_to_free, pinned)
         actual = self.adapter.choose_victims(bytes_to_free, pinned)
         reference = self.reference
@@ -175,6 +185,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append({"cmd": "select_probation_cap_victims", "pinned": sorted(pinned)})
         expected = self.reference.select_probation_cap_victims(pinned)
         actual = self.adapter.select_probation_cap_victims(pinned)
         self.agree(f"select_probation_cap_victims({set(pinned)})", lambda: cap_clauses(actual, pinned), expected, actual)
@@ -184,6 +195,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if self.reference is None:
             return
         self.step += 1
+        self.operations.append({"cmd": "remove", "key": key, "pinned": sorted(pinned)})
         removed = self.reference.remove(key, pinned)
         expected = None if removed is None else removed[1]
         actual = self.adapter.remove(key, pinned)

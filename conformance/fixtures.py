@@ -323,19 +323,23 @@ def collect(reports: list[Path]) -> int:
             raise KvspecError(f"{folder / 'report.json'}: not a certification report: {error}") from None
         for verdict in report["policies"]:
             for failure in verdict["failures"]:
-                if failure["config"] is None:
-                    continue  # a benefit-policy failure: its operations are not in the report
-                requests = []
-                if failure["trace_file"]:
-                    for _, record in TraceFile(folder / failure["trace_file"]).records():
-                        requests.append([record.hash_ids, record.input_length])
-                key = json.dumps([report["adapter"], failure["config"], requests])
-                if key in seen:
-                    continue
-                seen.add(key)
-                known.append({"adapter": report["adapter"], "policy": verdict["policy"], "seed": report["seed"],
-                              "profile": report["profile"], "clauses": failure["clauses"], "config": failure["config"], "requests": requests})
-                added += 1
+                found = {"adapter": report["adapter"], "policy": verdict["policy"], "seed": report["seed"], "profile": report["profile"],
+                         "clauses": failure["clauses"]}
+                if verdict["policy"] == "benefit" and failure["trace_file"]:
+                    case = json.loads((folder / failure["trace_file"]).read_text(encoding="utf-8"))
+                    found.update(config=case["config"], requests=[step["request"] for step in case["operations"]])
+                elif failure["config"] is not None:
+                    requests = []
+                    if failure["trace_file"]:
+                        requests = [[r.hash_ids, r.input_length] for _, r in TraceFile(folder / failure["trace_file"]).records()]
+                    found.update(config=failure["config"], requests=requests)
+                else:
+                    continue  # the implementation broke the protocol: nothing to replay
+                key = json.dumps([found["adapter"], found["config"], found["requests"]])
+                if key not in seen:
+                    seen.add(key)
+                    known.append(found)
+                    added += 1
     CHECKOUT_COUNTEREXAMPLES.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return added
 
@@ -344,11 +348,14 @@ def counterexample_cases() -> Iterator[Json]:
     """Every shrunk counterexample `kvspec fixtures collect` kept, as a state-level replay case."""
     for found in json.loads(COUNTEREXAMPLES.read_text(encoding="utf-8")):
         c = found["config"]
-        config = ReplayConfig(policy=c["policy"], capacity=c["capacity"], block_size=c["block_size"], small_ratio=c["small_ratio"],
-                              max_freq=c["max_freq"])
         provenance = (f"the shrunk counterexample of `kvspec certify --adapter {found['adapter']} --policy {found['policy']} "
                       f"--profile {found['profile']} --seed {found['seed']}`")
         title = f"counterexample: {found['adapter'].rsplit(':', 1)[-1]} ({found['clauses'][0]})"
+        if found["policy"] == "benefit":
+            yield benefit_case(title, provenance, c, found["requests"])
+            continue
+        config = ReplayConfig(policy=c["policy"], capacity=c["capacity"], block_size=c["block_size"], small_ratio=c["small_ratio"],
+                              max_freq=c["max_freq"])
         yield replay_case(title, provenance, config, [(ids, length) for ids, length in found["requests"]])
 
 
@@ -624,7 +631,18 @@ class CaseResult:
 
 
 def read_manifest(directory: Path) -> list[Json]:
-    """FIX-1, FIX-2: the manifest's entries, or a KvspecError naming what is wrong."""
+    """FIX-1, FIX-2: the manifest's entries, or a KvspecError naming what is wrong. A single case
+    file (a certification report's counterexample) is a corpus of one."""
+    if directory.is_file():
+        try:
+            case = json.loads(directory.read_bytes())
+        except (OSError, ValueError) as error:
+            raise KvspecError(f"{directory}: cannot read the case: {error}") from None
+        if not isinstance(case, dict):
+            raise KvspecError(f"{directory}: not a {FORMAT} case")
+        data = directory.read_bytes()
+        return [{"id": case.get("id", ""), "kind": case.get("kind", ""), "path": directory.name, "title": case.get("title", ""),
+                 "clauses": case.get("clauses", []), "sha256": hashlib.sha256(data).hexdigest()}]
     path = directory / "manifest.json"
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -641,7 +659,7 @@ def read_manifest(directory: Path) -> list[Json]:
 
 def read_case(directory: Path, entry: Json) -> Json:
     """FIX-2, FIX-12: the case, once its bytes match the manifest's sha256."""
-    path = directory / entry["path"]
+    path = directory if directory.is_file() else directory / entry["path"]
     try:
         data = path.read_bytes()
     except OSError as error:

@@ -6,6 +6,8 @@ takes them from a trace file, with a Lockstep as the replay's Server. Both stop 
 Divergence.
 """
 
+from typing import Any
+
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import snapshot_of
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
@@ -21,7 +23,7 @@ class Divergence(AssertionError):
     including that request."""
 
     def __init__(self, clauses: list[str], detail: str, *, request: int, expected: object, actual: object,
-                 config: AdapterConfig | None, trace: list[tuple[list[int], int]]) -> None:
+                 config: AdapterConfig | None, trace: list[tuple[list[int], int]], benefit: dict[str, Any] | None = None) -> None:
         super().__init__(f"{', '.join(clauses)}: {detail}")
         self.clauses = tuple(clauses)
         self.request = request
@@ -29,6 +31,7 @@ class Divergence(AssertionError):
         self.actual = repr(actual)
         self.config = config
         self.trace = list(trace)
+        self.benefit = benefit  # the benefit policy's: its config and operations, as protocol messages (PROTO-20 to PROTO-27)
 
 
 def brief(hash_ids: list[int]) -> str:

@@ -49,8 +49,10 @@ class Failure(BaseModel):
     expected: str
     actual: str
     config: dict[str, str | int | float] | None
-    trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, beside the report")
-    replay_command: str | None = Field(description="the shrunk trace through the implementation in lockstep with the reference")
+    trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, or the benefit policy's shrunk operations as a "
+                                   "fixture case (spec/fixtures.md FIX-7), beside the report")
+    replay_command: str | None = Field(description="the shrunk trace through the implementation in lockstep with the reference, or the "
+                                       "operations' case through `kvspec fixtures verify`")
     steps: str
 
 
@@ -110,7 +112,16 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
         return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
                        replay_command=None, steps=finding.steps)
     trace_file = command = None
-    if divergence.config is not None and divergence.trace:
+    if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
+        from .fixtures import benefit_case, canonical, case_id
+
+        path = directory / f"{policy}-counterexample-{number}.json"
+        case = benefit_case(f"counterexample: {adapter_spec} ({divergence.clauses[0]})", f"the shrunk counterexample of `kvspec certify "
+                            f"--adapter {adapter_spec} --policy benefit`", divergence.benefit["config"], divergence.benefit["operations"])
+        with written_whole(path) as temporary:
+            temporary.write_text(canonical({**case, "id": case_id(case)}))
+        trace_file, command = path.name, shlex.join(["kvspec", "fixtures", "verify", str(path), "--adapter", adapter_spec])
+    elif divergence.config is not None and divergence.trace:
         path = directory / f"{policy}-counterexample-{number}.jsonl"
         with written_whole(path) as temporary:
             temporary.write_text(trace_lines(divergence.trace))

@@ -3,6 +3,7 @@ and the quick profile catches every mutant of the benefit gallery, leading with 
 mutant breaks (conformance/benefit_mutants.py)."""
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,11 @@ def test_the_cli_certifies_the_benefit_policy_and_reports_its_own_clauses(tmp_pa
     (verdict,) = Report.model_validate_json((tmp_path / "report.json").read_text()).policies
     assert verdict.policy == "benefit" and verdict.clauses["BEN-GHOST-1"] == "fail"
     assert all(clause.startswith("BEN-") for clause in verdict.clauses)
+    failure = next(f for f in verdict.failures if f.clauses[0] == "BEN-GHOST-1")
+    assert failure.trace_file is not None and (tmp_path / failure.trace_file).is_file()  # the operations, as a fixture case
+    assert failure.replay_command is not None and failure.replay_command.startswith("kvspec fixtures verify ")
+    replayed = kvspec(*shlex.split(failure.replay_command)[1:])
+    assert replayed.returncode == 3 and "FAIL" in replayed.stdout and "ghosts" in replayed.stdout  # it reproduces, through the adapter
     assert kvspec("certify", "--adapter", "reference", "--policy", "benefit").returncode == 0
 
 

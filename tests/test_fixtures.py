@@ -210,16 +210,17 @@ def test_FIX_4_every_collected_counterexample_is_a_fixture_its_implementation_fa
     the mutant gallery's and the third-party certifications, each a case with its provenance,
     and each failed by the implementation it was found in."""
     from kvspec.adapters import load_adapter
-    from kvspec.conformance.fixtures import COUNTEREXAMPLES, Mismatch, check_replay
+    from kvspec.conformance.fixtures import COUNTEREXAMPLES, Mismatch, check_benefit, check_replay
 
     collected = json.loads(COUNTEREXAMPLES.read_text())
     cases = [json.loads((CORPUS / e["path"]).read_text()) for e in read_manifest(CORPUS) if e["title"].startswith("counterexample: ")]
-    assert len(cases) == len(collected) >= len(mutants.MUTANTS)
+    assert len(cases) == len(collected) >= len(mutants.MUTANTS) + len(benefit_mutants.MUTANTS)
+    assert {case["kind"] for case in cases} == {"replay", "benefit"}
     for case in cases:
         spec = case["provenance"].split("--adapter ")[1].split(" --policy")[0]
         adapter = load_adapter(spec)
         try:
             with pytest.raises(Mismatch):
-                check_replay(adapter, case)  # type: ignore[arg-type]
+                (check_replay if case["kind"] == "replay" else check_benefit)(adapter, case)  # type: ignore[operator]
         finally:
             adapter.close()
