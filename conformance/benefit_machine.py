@@ -22,7 +22,7 @@ from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.selection import physical_release
 
-from .fixtures import hit, offer, victims
+from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
 
 KEYS = st.integers(1, 5)

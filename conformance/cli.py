@@ -179,7 +179,7 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
 
 
 def run_fixtures_collect(args: argparse.Namespace) -> None:
-    from .fixtures import collect
+    from .fixture_cases import collect
 
     print(f"{collect(args.reports)} new counterexamples in conformance/counterexamples.json (kvspec fixtures generate makes them fixtures)")
 
@@ -187,7 +187,8 @@ def run_fixtures_collect(args: argparse.Namespace) -> None:
 def run_fixtures_verify(args: argparse.Namespace) -> int:
     from kvspec.adapters import load_adapter
 
-    from .fixtures import bundled_corpus, verify
+    from .fixture_runner import verify
+    from .fixtures import bundled_corpus
 
     directory = args.directory or bundled_corpus()
     known: dict[str, str] = {}

@@ -122,7 +122,7 @@ def record(found: list[Counterexample]) -> int:
     shapeless = [c.function for c in found if not FIXTURE_SHAPES & {frozenset(c.args)}]
     if shapeless:
         raise KvspecError(f"hunt --record: no fixture is made from the arguments of {', '.join(sorted(set(shapeless)))} "
-                          "(conformance/fixtures.py hunted_cases takes (capacity, small_ratio) and (k, block_size, input_length))")
+                          "(conformance/fixture_cases.py hunted_cases takes (capacity, small_ratio) and (k, block_size, input_length))")
     known = json.loads(CHECKOUT_HUNTED.read_text(encoding="utf-8")) if CHECKOUT_HUNTED.exists() else []
     seen = {(entry["function"], json.dumps(entry["args"], sort_keys=True)) for entry in known}
     new = [asdict(c) for c in found if (c.function, json.dumps(c.args, sort_keys=True)) not in seen]

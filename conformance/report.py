@@ -113,7 +113,8 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
                        replay_command=None, steps=finding.steps)
     trace_file = command = None
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
-        from .fixtures import benefit_case, canonical, case_id
+        from .fixture_cases import benefit_case
+        from .fixtures import canonical, case_id
 
         path = directory / f"{policy}-counterexample-{number}.json"
         case = benefit_case(f"counterexample: {adapter_spec} ({divergence.clauses[0]})", f"the shrunk counterexample of `kvspec certify "

@@ -15,7 +15,8 @@ import pytest
 
 from kvspec.conformance import benefit_mutants, mutants
 from kvspec.conformance.clauses import cited, exercised
-from kvspec.conformance.fixtures import FORMAT, canonical, case_id, read_manifest, schema_texts, verify
+from kvspec.conformance.fixture_runner import read_manifest, verify
+from kvspec.conformance.fixtures import FORMAT, canonical, case_id, schema_texts
 from kvspec.reference import KvspecError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,8 @@ def kvspec(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]
 def test_every_FIX_clause_is_cited_by_the_fixture_code_and_named_by_a_test() -> None:
     clauses = CLAUSE_LINE.findall((ROOT / "spec" / "fixtures.md").read_text())
     assert clauses == [f"FIX-{n}" for n in range(1, len(clauses) + 1)]
-    code = set(re.findall(r"\bFIX-\d+\b", (ROOT / "conformance" / "fixtures.py").read_text() + (ROOT / "conformance" / "clauses.py").read_text()))
+    sources = ["fixtures.py", "fixture_cases.py", "fixture_runner.py", "clauses.py"]
+    code = set(re.findall(r"\bFIX-\d+\b", "".join((ROOT / "conformance" / name).read_text() for name in sources)))
     tests = set(re.findall(r"\bFIX-\d+\b", Path(__file__).read_text().replace("_", "-")))
     assert sorted(set(clauses) - code) == [] and sorted(set(clauses) - tests) == []
 
@@ -210,7 +212,8 @@ def test_FIX_4_every_collected_counterexample_is_a_fixture_its_implementation_fa
     the mutant gallery's and the third-party certifications, each a case with its provenance,
     and each failed by the implementation it was found in."""
     from kvspec.adapters import load_adapter
-    from kvspec.conformance.fixtures import COUNTEREXAMPLES, Mismatch, check_benefit, check_replay
+    from kvspec.conformance.fixture_cases import COUNTEREXAMPLES
+    from kvspec.conformance.fixture_runner import Mismatch, check_benefit, check_replay
 
     collected = json.loads(COUNTEREXAMPLES.read_text())
     cases = [json.loads((CORPUS / e["path"]).read_text()) for e in read_manifest(CORPUS) if e["title"].startswith("counterexample: ")]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.fixtures import read_manifest
+from kvspec.conformance.fixture_runner import read_manifest
 from kvspec.conformance.hunt import HUNTED, arguments, in_domain, no_min_clamp_hit_tokens, spec_hit_tokens
 from kvspec.conformance.seed_rules import RULES, as_written, seed_caps_are_valid
 from kvspec.reference import s3fifo

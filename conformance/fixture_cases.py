@@ -1,0 +1,419 @@
+"""Golden fixtures (spec/fixtures.md section 2): the case kinds and where their inputs come from.
+
+Each builder computes a case's expected results with the reference while recording the clauses
+that ran (conformance/clauses.py). Inputs are seeded with xorshift64 (BEN-TRACE-1), so that
+nothing depends on Python's own random numbers; the rest come from the findings, the bundled
+traces, conformance/hunted.json (`kvspec hunt --record`) and conformance/counterexamples.json
+(`kvspec fixtures collect`).
+"""
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from kvspec.adapters.benefit import ReferenceBenefitAdapter
+from kvspec.adapters.protocol import REQUEST, to_double
+from kvspec.adapters.reference import snapshot_of
+from kvspec.adapters.serve import answer_benefit
+from kvspec.reference import ConfigError, KvspecError, ReplayConfig, TraceFile, TraceRecord, bundled_trace_path, make_policy, replay
+from kvspec.reference.benefit.traces import XorShift64
+from kvspec.reference.errors import TraceError
+from kvspec.reference.replay import PolicyServer
+
+from .clauses import exercised
+from .fixtures import FORMAT, Json
+
+NAN, INF = float("nan"), float("inf")
+
+
+# Replay cases (FIX-6) ---------------------------------------------------------------------------
+
+Request = tuple[list[int], int]
+
+
+# FIX-6: what the expected values of an accepted replay case satisfy, and a consumer checks with them.
+REPLAY_DECLARES = ("REPLAY-RESULT-1", "REPLAY-RESULT-2", "REPLAY-RESULT-3", "REPLAY-INV-1", "REPLAY-INV-2", "REPLAY-INV-3", "REPLAY-POLICY-1")
+STATE_DECLARES = {"s3fifo": ("REPLAY-QUEUE-1", "S3-QUEUE-2", "S3-FREQ-1", "S3-GHOST-4", "S3-INV-1", "S3-INV-2", "S3-INV-3"),
+                  "lru": ("REPLAY-QUEUE-1",), "fifo": ("REPLAY-QUEUE-1",)}
+
+
+class Recorder:
+    """A Server (kvspec.reference.replay) that also records what a consumer checks after each request."""
+
+    def __init__(self, config: ReplayConfig, level: str) -> None:
+        self.server = PolicyServer(make_policy(config), config.block_size)
+        self.level = level
+        self.steps: list[Json] = []
+
+    def request(self, hash_ids: list[int], input_length: int) -> int:
+        hit = self.server.request(hash_ids, input_length)
+        expect: Json = {"hit_tokens": hit, "resident_count": self.server.resident_count()}
+        if self.level == "state":
+            snapshot = snapshot_of(self.server.policy)  # PROTO-12's shapes
+            expect["snapshot"] = {"small": [list(e) for e in snapshot.small], "main": [list(e) for e in snapshot.main],
+                                  "ghost": list(snapshot.ghost)}
+        self.steps.append({"hash_ids": hash_ids, "input_length": input_length, "expect": expect})
+        return hit
+
+    def resident_count(self) -> int:
+        return self.server.resident_count()
+
+
+def replay_case(title: str, provenance: str, config: ReplayConfig, requests: list[Request], level: str = "state",
+                clauses: tuple[str, ...] = ()) -> Json:
+    """FIX-6: the expected results of ``requests`` under ``config``, or the clause that refuses it."""
+    wire = {"policy": config.policy, "capacity": config.capacity, "block_size": config.block_size,
+            "small_ratio": config.small_ratio, "max_freq": config.max_freq}
+    case: Json = {"format": FORMAT, "kind": "replay", "title": title, "provenance": provenance, "level": level, "config": wire}
+    records = [(line, TraceRecord(timestamp=line, input_length=length, output_length=1, hash_ids=list(ids)))
+               for line, (ids, length) in enumerate(requests, start=1)]
+    with exercised() as ran:
+        try:
+            recorder = Recorder(config, level)
+        except ConfigError as error:
+            case.update(refused=error.clause, requests=[], totals=None)
+        else:
+            result = replay(records, config, server=recorder)
+            case.update(refused=None, requests=recorder.steps, totals={
+                "total_hit_tokens": result.total_hit_tokens, "total_prompt_tokens": result.total_prompt_tokens,
+                "final_cache_blocks": result.final_cache_blocks})
+            ran.update(REPLAY_DECLARES)
+            if level == "state":
+                ran.update(STATE_DECLARES[config.policy])
+    case["clauses"] = sorted(ran | set(clauses))
+    return case
+
+
+def conversation(rng: XorShift64, n: int, block_size: int) -> list[Request]:
+    """Requests that share chained prefixes as Mooncake's do: fresh conversations, next turns,
+    branches part-way, exact repeats and one-off scans; last blocks often partial."""
+    requests: list[list[int]] = []
+    fresh = iter(range(1, 1 << 30))
+    for _ in range(n):
+        move = rng.u64() % 5 if requests else 0
+        earlier = requests[rng.u64() % len(requests)] if requests else []
+        if move == 0 or move == 4:  # a new conversation, or a scan nobody reuses
+            ids = [next(fresh) for _ in range(1 + rng.u64() % 4)]
+        elif move == 1:
+            ids = earlier + [next(fresh) for _ in range(1 + rng.u64() % 3)]
+        elif move == 2:
+            ids = earlier[: 1 + rng.u64() % len(earlier)] + [next(fresh) for _ in range(1 + rng.u64() % 2)]
+        else:
+            ids = list(earlier)
+        requests.append(ids)
+    return [(ids, (len(ids) - 1) * block_size + 1 + rng.u64() % block_size) for ids in requests]
+
+
+def arbitrary(rng: XorShift64, n: int) -> list[Request]:
+    """Ids from a pool of six, repeating inside a request and at any position (findings F-5)."""
+    requests = []
+    for _ in range(n):
+        ids = [1 + rng.u64() % 6 for _ in range(1 + rng.u64() % 5)]
+        requests.append((ids, len(ids)))
+    return requests
+
+
+def replay_cases() -> Iterator[Json]:
+    base = ReplayConfig(block_size=4)
+    edge_trace = conversation(XorShift64(7), 14, 4)
+    for capacity in (0, 1, 2, 5, 6, 10, 11):
+        for small_ratio in (0.1, 0.5, 0.99, 1.0, 0.0):
+            config = replace(base, capacity=capacity, small_ratio=small_ratio)
+            yield replay_case(f"s3fifo edge: capacity {capacity}, small_ratio {small_ratio}", "spec/findings.md F-1 to F-4", config, edge_trace)
+    for max_freq in (-1, 0, 1, 3, 7):
+        yield replay_case(f"s3fifo edge: max_freq {max_freq}", "spec/findings.md F-3", replace(base, capacity=10, max_freq=max_freq), edge_trace)
+    yield replay_case("block_size 0", "REPLAY-CONF-2", replace(base, block_size=0), edge_trace)
+    for policy in ("lru", "fifo"):
+        for capacity in (0, 1, 2, 10):
+            yield replay_case(f"{policy} edge: capacity {capacity}", "spec/findings.md F-4", replace(base, policy=policy, capacity=capacity),
+                              edge_trace)
+    for policy in ("s3fifo", "lru", "fifo"):
+        for seed in range(1, 7):
+            for capacity, block_size in ((10, 1), (20, 16), (40, 512)):
+                trace = conversation(XorShift64(seed * 1000 + capacity), 24, block_size)
+                config = ReplayConfig(policy=policy, capacity=capacity, block_size=block_size)  # type: ignore[arg-type]
+                yield replay_case(f"{policy} conversations: seed {seed}, capacity {capacity}, block_size {block_size}",
+                                  "xorshift64 conversations", config, trace)
+        for seed in range(1, 4):
+            config = ReplayConfig(policy=policy, capacity=10, block_size=1)  # type: ignore[arg-type]
+            yield replay_case(f"{policy} repeated ids: seed {seed}", "spec/findings.md F-5", config, arbitrary(XorShift64(seed), 20),
+                              clauses=("REPLAY-TRACE-4",))
+        for name in BUNDLED:
+            excerpt = [(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(name)).records(), 150)]
+            yield replay_case(f"{policy} on {name}, first 150 requests, 64 blocks", f"{name} lines 1 to 150 (Mooncake FAST'25, Apache-2.0)",
+                              ReplayConfig(policy=policy, capacity=64), excerpt, level="results")  # type: ignore[arg-type]
+
+
+BUNDLED = ("conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz")
+
+
+COUNTEREXAMPLES = Path(__file__).with_name("counterexamples.json")  # as installed, for the fixtures
+CHECKOUT_COUNTEREXAMPLES = Path("conformance/counterexamples.json")  # where `kvspec fixtures collect` writes: a kvspec checkout
+
+
+def collect(reports: list[Path]) -> int:
+    """Add the shrunk counterexamples of certification reports (report.json and its trace files)
+    to conformance/counterexamples.json of the checkout in the current directory; how many were new."""
+    if not CHECKOUT_COUNTEREXAMPLES.parent.is_dir():
+        raise KvspecError("fixtures collect writes conformance/counterexamples.json: run it from a kvspec checkout")
+    known = json.loads(CHECKOUT_COUNTEREXAMPLES.read_text(encoding="utf-8")) if CHECKOUT_COUNTEREXAMPLES.exists() else []
+    seen = {json.dumps([c["adapter"], c["config"], c["requests"]]) for c in known}
+    added = 0
+    for folder in reports:
+        try:
+            report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise KvspecError(f"{folder / 'report.json'}: not a certification report: {error}") from None
+        for verdict in report["policies"]:
+            for failure in verdict["failures"]:
+                found = {"adapter": report["adapter"], "policy": verdict["policy"], "seed": report["seed"], "profile": report["profile"],
+                         "clauses": failure["clauses"]}
+                if verdict["policy"] == "benefit" and failure["trace_file"]:
+                    case = json.loads((folder / failure["trace_file"]).read_text(encoding="utf-8"))
+                    found.update(config=case["config"], requests=[step["request"] for step in case["operations"]])
+                elif failure["config"] is not None:
+                    requests = []
+                    if failure["trace_file"]:
+                        requests = [[r.hash_ids, r.input_length] for _, r in TraceFile(folder / failure["trace_file"]).records()]
+                    found.update(config=failure["config"], requests=requests)
+                else:
+                    continue  # the implementation broke the protocol: nothing to replay
+                key = json.dumps([found["adapter"], found["config"], found["requests"]])
+                if key not in seen:
+                    seen.add(key)
+                    known.append(found)
+                    added += 1
+    CHECKOUT_COUNTEREXAMPLES.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return added
+
+
+def counterexample_cases() -> Iterator[Json]:
+    """Every shrunk counterexample `kvspec fixtures collect` kept, as a state-level replay case."""
+    for found in json.loads(COUNTEREXAMPLES.read_text(encoding="utf-8")):
+        c = found["config"]
+        provenance = (f"the shrunk counterexample of `kvspec certify --adapter {found['adapter']} --policy {found['policy']} "
+                      f"--profile {found['profile']} --seed {found['seed']}`")
+        title = f"counterexample: {found['adapter'].rsplit(':', 1)[-1]} ({found['clauses'][0]})"
+        if found["policy"] == "benefit":
+            yield benefit_case(title, provenance, c, found["requests"])
+            continue
+        config = ReplayConfig(policy=c["policy"], capacity=c["capacity"], block_size=c["block_size"], small_ratio=c["small_ratio"],
+                              max_freq=c["max_freq"])
+        yield replay_case(title, provenance, config, [(ids, length) for ids, length in found["requests"]])
+
+
+def hunted_cases() -> Iterator[Json]:
+    """Every counterexample `kvspec hunt --record` kept (conformance/hunted.json), as a replay case."""
+    from .hunt import HUNTED
+
+    for found in json.loads(HUNTED.read_text(encoding="utf-8")):
+        args, provenance = found["args"], f"kvspec hunt {found['search']}: `{found['command']}`, {found['seconds']} s"
+        call = ", ".join(f"{name}={value!r}" for name, value in args.items())
+        title = f"hunted: {found['function'].rsplit('.', 1)[-1]}({call}): {found['found']}"
+        if {"capacity", "small_ratio"} <= set(args):  # a configuration of the seed's that the spec refuses (S3-CONF-5)
+            config = ReplayConfig(capacity=args["capacity"], small_ratio=float(args["small_ratio"]), block_size=4)
+            yield replay_case(title, provenance, config, conversation(XorShift64(7), 14, 4))
+        else:  # hit_tokens(k, block_size, input_length): the same request twice, so that the second hits k blocks
+            k, block_size, length = args["k"], args["block_size"], args["input_length"]
+            blocks = list(range(1, -(-length // block_size) + 1))
+            config = ReplayConfig(policy="lru", capacity=len(blocks) + k + 1, block_size=block_size)
+            yield replay_case(title, provenance, config, [(blocks, length), (blocks, length)])
+
+
+# Benefit cases (FIX-7) --------------------------------------------------------------------------
+
+DEFAULTS: Json = {"probation_byte_budget": 256 << 20, "persistence_hit_threshold": 2, "min_reuse_probability": 0.01, "decay_factor": 0.9,
+                  "grace_observations": 32, "ghost_capacity": 4096, "ghost_max_age_observations": 1024}  # BEN-CONF-1 to BEN-CONF-7
+
+
+def benefit_case(title: str, provenance: str, config: Json, operations: list[Json], level: str = "state",
+                 clauses: tuple[str, ...] = ()) -> Json:
+    """FIX-7: each operation, a protocol request without its seq, with the reply the reference gives
+    (without its seq) and, at the state level, the state after it."""
+    case: Json = {"format": FORMAT, "kind": "benefit", "title": title, "provenance": provenance, "level": level, "config": config}
+    adapter = ReferenceBenefitAdapter()
+    steps = []
+    with exercised() as ran:
+        reply = answer_benefit(adapter, wire({"cmd": "configure_benefit", "config": config}))
+        refused = reply["refused"].split(":")[0] if "refused" in reply else None
+        for operation in operations if refused is None else []:
+            step: Json = {"request": operation, "expect": answer_benefit(adapter, wire(operation))}
+            if level == "state":
+                step["state"] = answer_benefit(adapter, wire({"cmd": "benefit_state"}))
+            steps.append(step)
+        if refused is None and level == "state":  # FIX-7
+            ran.update(("BEN-CLOCK-1", "BEN-ENTRY-1", "BEN-LEDGER-4"))
+            if any(op["cmd"] in CLOCK_STILL for op in operations):
+                ran.add("BEN-CLOCK-4")
+    case.update(refused=refused, operations=steps, clauses=sorted(ran | set(clauses)))
+    return case
+
+
+CLOCK_STILL = ("remove", "observe_pressure", "choose_victims", "select_probation_cap_victims")  # BEN-CLOCK-4
+
+
+def wire(request: Json) -> Any:
+    """A request as it arrives over the protocol (PROTO-16: through JSON, strictly)."""
+    return REQUEST.validate_json(json.dumps({**request, "seq": 0}))
+
+
+def cost(cold: float, restore: float) -> Json:
+    return {"cold_prefill_cost": to_double(cold), "restore_cost": to_double(restore)}
+
+
+def offer(key: int, exclusive: int, shared: list[tuple[int, int]], cold: float, restore: float, pinned: tuple[int, ...] = ()) -> Json:
+    return {"cmd": "consider_admission", "key": key, "exclusive_bytes": exclusive, "shared": [list(s) for s in shared],
+            "cost": cost(cold, restore), "pinned": list(pinned)}
+
+
+def hit(key: int, cold: float, restore: float) -> Json:
+    return {"cmd": "record_hit", "key": key, "cost": cost(cold, restore)}
+
+
+def victims(bytes_to_free: int, pinned: tuple[int, ...] = ()) -> Json:
+    return {"cmd": "choose_victims", "bytes_to_free": bytes_to_free, "pinned": list(pinned)}
+
+
+SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
+COSTS = [(100.0, 30.0), (60.0, 10.0), (20.0, 20.0), (10.0, 30.0), (NAN, 1.0), (1.0, INF), (-1.0, 0.0), (450.0, 135.0)]
+PRESSURES = [0.0, 0.5, 1.0, NAN, INF, -INF, 2.0, 0.25]
+CONFIGS = [DEFAULTS, {**DEFAULTS, "probation_byte_budget": 20, "grace_observations": 0, "ghost_capacity": 2},
+           {**DEFAULTS, "probation_byte_budget": 8, "persistence_hit_threshold": 1, "grace_observations": 3, "ghost_max_age_observations": 5},
+           {**DEFAULTS, "probation_byte_budget": 40, "min_reuse_probability": 0.5, "decay_factor": 0.5, "ghost_capacity": 0},
+           {**DEFAULTS, "probation_byte_budget": 0, "persistence_hit_threshold": 3, "min_reuse_probability": 0.0, "grace_observations": 1}]
+
+
+def random_operations(rng: XorShift64, n: int) -> list[Json]:
+    """Operations drawn as the certification machine draws them (conformance/benefit_machine.py)."""
+    operations = []
+    for _ in range(n):
+        key, pinned = 1 + rng.u64() % 5, tuple(sorted({1 + rng.u64() % 5 for _ in range(rng.u64() % 3)}))
+        cold, restore = COSTS[rng.u64() % len(COSTS)]
+        move = rng.u64() % 8
+        if move <= 2:
+            segments = sorted({1 + rng.u64() % 4 for _ in range(rng.u64() % 4)})
+            operations.append(offer(key, (0, 1, 3, 8, 10, 16)[rng.u64() % 6], [(s, SEGMENT_SIZES[s]) for s in segments], cold, restore, pinned))
+        elif move == 3:
+            operations.append(hit(key, cold, restore))
+        elif move == 4:
+            operations.append({"cmd": "record_miss", "key": key})
+        elif move == 5:
+            operations.append({"cmd": "observe_pressure", "pressure": to_double(PRESSURES[rng.u64() % len(PRESSURES)])})
+        elif move == 6:
+            operations.append(victims(rng.u64() % 40, pinned))
+        elif rng.u64() % 2:
+            operations.append({"cmd": "remove", "key": key, "pinned": list(pinned)})
+        else:
+            operations.append({"cmd": "select_probation_cap_victims", "pinned": list(pinned)})
+    return operations
+
+
+def benefit_cases() -> Iterator[Json]:
+    for knob, bad in (("probation_byte_budget", -1), ("persistence_hit_threshold", 0), ("min_reuse_probability", 1.5), ("decay_factor", 1.0),
+                      ("grace_observations", -1), ("ghost_capacity", -1), ("ghost_max_age_observations", -1)):
+        yield benefit_case(f"refused: {knob} {bad}", "BEN-CONF-8", {**DEFAULTS, knob: bad}, [])
+    for name, config, operations, clauses in SCENARIOS:
+        yield benefit_case(name, "spec/benefit.md, written by hand", config, operations, clauses=clauses)
+    for seed in range(1, 31):
+        config = CONFIGS[seed % len(CONFIGS)]
+        yield benefit_case(f"random operations: seed {seed}", "xorshift64 operations", config, random_operations(XorShift64(seed), 30))
+
+
+TWO_53 = 2.0**53
+SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
+    # Doubles, not reals: 2**53 + 2 - 1 rounds to 2**53 (ties to even), so both nets are 2**53, the
+    # scores tie, and the smaller key goes first. In exact arithmetic key 2's score is the lower and
+    # it would go first; so would it by arrival, since it was offered first.
+    ("float edge: net benefit 2**53 + 1 against 2**53", {**DEFAULTS, "grace_observations": 0},
+     [offer(2, 8, [], TWO_53, 0.0), offer(1, 8, [], TWO_53 + 2, 1.0), hit(2, TWO_53, 0.0), hit(1, TWO_53 + 2, 1.0), victims(8)],
+     ("BEN-ARITH-1", "BEN-VICTIM-2")),
+    ("no net benefit: rejected, the clock untouched", DEFAULTS, [offer(1, 8, [], 20.0, 20.0), offer(2, 8, [], 100.0, 30.0)], ("BEN-ADMIT-2",)),
+    ("an invalid cost sample on a hit leaves no score", {**DEFAULTS, "grace_observations": 0},
+     [offer(1, 8, [], 100.0, 30.0), hit(1, NAN, 1.0), offer(2, 8, [], 100.0, 30.0), hit(2, 100.0, 30.0), victims(16)], ()),
+    ("a ghost takes over: the re-offer counts as a reuse", {**DEFAULTS, "persistence_hit_threshold": 2},
+     [offer(1, 8, [], 100.0, 30.0), hit(1, 100.0, 30.0), {"cmd": "remove", "key": 1, "pinned": []}, offer(1, 8, [], 100.0, 30.0)], ()),
+    ("shared segments: fractional shares and marginal release", {**DEFAULTS, "grace_observations": 0},
+     [offer(1, 0, [(10, 12)], 100.0, 30.0), offer(2, 0, [(10, 12)], 100.0, 30.0), offer(3, 4, [(10, 12), (11, 9)], 60.0, 10.0),
+      victims(9), victims(12), victims(21)], ()),
+    ("the probation cap deferred with its exact shortfall", {**DEFAULTS, "probation_byte_budget": 10},
+     [offer(1, 8, [], 100.0, 30.0, (1,)), offer(2, 8, [], 100.0, 30.0, (1, 2)), {"cmd": "select_probation_cap_victims", "pinned": [1, 2]}], ()),
+]
+
+
+# Trace, comparison and prefix cases (FIX-8 to FIX-10) ----------------------------------------
+
+
+def trace_case(title: str, lines: list[str], block_size: int = 4, clauses: tuple[str, ...] = (), gzip: bool = False) -> Json:
+    """FIX-8: a trace file's lines, and what the replay makes of them or the line it refuses."""
+    import gzip as gz
+    import tempfile
+
+    case: Json = {"format": FORMAT, "kind": "trace", "title": title, "provenance": "spec/replay.md section 1, written by hand",
+                  "level": "results", "block_size": block_size, "lines": lines, "gzip": gzip}
+    with tempfile.TemporaryDirectory() as folder, exercised() as ran:
+        path = Path(folder) / "trace.jsonl"  # no .gz: a reader knows gzip by its first two bytes (REPLAY-TRACE-6)
+        text = "".join(line + "\n" for line in lines).encode()
+        path.write_bytes(gz.compress(text, mtime=0) if gzip else text)
+        try:
+            records = [(n, r) for n, r in TraceFile(path).records()]
+            result = replay(records, ReplayConfig(policy="lru", capacity=8, block_size=block_size), path=str(path))
+            case.update(refused=None, expect={"requests": result.requests, "total_prompt_tokens": result.total_prompt_tokens,
+                                              "total_hit_tokens": result.total_hit_tokens})
+        except TraceError as error:
+            case.update(refused=error.clause, expect={"line": error.line, "field": error.field})
+    case["clauses"] = sorted(ran | set(clauses))
+    return case
+
+
+def trace_cases() -> Iterator[Json]:
+    good = '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}'
+    yield trace_case("a good trace, read in file order", [good.replace(": 0,", ": 9,"), good, '{"timestamp": 3, "input_length": 8, '
+                     '"output_length": 0, "hash_ids": [1, 2]}'], clauses=("REPLAY-TRACE-5",))
+    yield trace_case("the same, gzip-compressed under a plain name", [good, good], gzip=True)
+    for title, bad in (("a blank line", ""), ("not JSON", "{"), ("not an object", "[1, 2]"), ("a missing field", good.replace('"timestamp": 0, ', "")),
+                       ("an extra field", good.replace("}", ', "x": 1}')), ("a float input_length", good.replace('"input_length": 5', '"input_length": 5.0')),
+                       ("a string hash id", good.replace("[1, 2]", '[1, "2"]')), ("no hash ids", good.replace("[1, 2]", "[]")),
+                       ("a hash id past 2**63 - 1", good.replace("[1, 2]", f"[1, {2**63}]")), ("a negative output_length", good.replace('"output_length": 1', '"output_length": -1')),
+                       ("too few blocks for input_length", good.replace('"input_length": 5', '"input_length": 9')),
+                       ("too many blocks for input_length", good.replace('"input_length": 5', '"input_length": 4'))):
+        yield trace_case(f"refused at line 2: {title}", [good, bad], clauses=("REPLAY-TRACE-7",))
+
+
+def comparison_cases() -> Iterator[Json]:
+    """FIX-9: each seeded trace of BEN-CMP-1, its first accesses, and both sides' results."""
+    from kvspec.reference.benefit import TRACES, compare
+
+    for name, (make, capacity) in TRACES.items():
+        with exercised() as ran:
+            accesses = make()
+            row = compare(name, accesses, capacity)
+        case = {"format": FORMAT, "kind": "comparison", "title": f"{name} at {capacity} bytes", "provenance": "spec/benefit.md BEN-CMP-1",
+                "level": "results", "refused": None, "trace": name, "capacity_bytes": capacity,
+                "expect": {"accesses": len(accesses), "first": [[a.key, a.cost.cold_prefill_cost, a.cost.restore_cost, a.bytes] for a in accesses[:8]],
+                           "policy": row.policy.model_dump(), "lru": row.lru.model_dump()}}
+        yield {**case, "clauses": sorted(ran | {"BEN-TRACE-1", "BEN-LRU-1"})}  # FIX-9: xorshift64 and the LRU list, by construction
+
+
+def prefix_cases() -> Iterator[Json]:
+    """FIX-10: the first 60 requests of each bundled trace, every policy at one byte capacity."""
+    from kvspec.reference.benefit.model import Model
+    from kvspec.reference.benefit.prefix import PREFIX_POLICIES, replay_benefit, replay_blocks
+
+    model = Model()
+    for name in BUNDLED:
+        excerpt = list(islice(TraceFile(bundled_trace_path(name)).records(), 60))
+        capacity = 64 * model.block_bytes(512)
+        with exercised() as ran:
+            sides = [(replay_benefit(excerpt, capacity, 512, model) if policy == "benefit" else replay_blocks(excerpt, policy, capacity, 512, model))
+                     for policy in PREFIX_POLICIES]
+        case = {"format": FORMAT, "kind": "prefix", "title": f"{name}, first 60 requests, 4 GiB", "level": "results", "refused": None,
+                "provenance": f"{name} lines 1 to 60 (Mooncake FAST'25, Apache-2.0); spec/benefit.md sections 19 and 20",
+                "model": {k: v for k, v in vars(model).items()}, "block_size": 512, "capacity_bytes": capacity,
+                "requests": [{"hash_ids": r.hash_ids, "input_length": r.input_length} for _, r in excerpt],
+                "expect": [side.model_dump() for side in sides]}
+        yield {**case, "clauses": sorted(ran | {"BEN-MODEL-1"})}  # FIX-10: the model's fields are in the case
+
+
