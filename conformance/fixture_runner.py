@@ -17,7 +17,6 @@ from kvspec.reference import KvspecError
 from .fixture_cases import wire
 from .fixtures import CASE, FORMAT, Json, Manifest
 
-# The runner (FIX-11, FIX-12) ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
