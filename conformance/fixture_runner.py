@@ -18,7 +18,6 @@ from .fixture_cases import wire
 from .fixtures import CASE, FORMAT, Json, Manifest
 
 
-
 @dataclass(frozen=True)
 class CaseResult:
     """One case's verdict: pass, fail, skip, known-failure or unexpected-pass, and why."""
