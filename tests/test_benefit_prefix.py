@@ -127,9 +127,9 @@ def test_BEN_PREFIX_5_probation_gets_a_tenth_of_the_capacity() -> None:
 
 @pytest.mark.parametrize("policy", ["s3fifo", "lru", "fifo"])
 def test_BEN_PREFIX_6_the_block_policies_are_spec_replay_at_the_capacity_in_blocks(policy: str) -> None:
-    records = excerpt("synthetic_trace.jsonl.gz", 400)
-    side = replay_blocks(records, policy, 100 * BLOCK + BLOCK // 2)
-    expected = replay(records, ReplayConfig(policy=policy, capacity=100))  # type: ignore[arg-type]
+    records = excerpt("synthetic_trace.jsonl.gz", 200)
+    side = replay_blocks(records, policy, 50 * BLOCK + BLOCK // 2)
+    expected = replay(records, ReplayConfig(policy=policy, capacity=50))  # type: ignore[arg-type]
     assert (side.hit_tokens, side.prompt_tokens, side.requests) == (expected.total_hit_tokens, expected.total_prompt_tokens, expected.requests)
     with pytest.raises(ConfigError, match="BEN-PREFIX-6: a capacity of 1000 bytes holds no 67108864-byte block"):
         replay_blocks(records, policy, 1000)
