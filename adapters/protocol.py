@@ -412,15 +412,17 @@ def from_double(value: float | str) -> float:
     return NON_FINITE[value] if isinstance(value, str) else float(value)
 
 
+def schema_text(name: str, adapter: TypeAdapter[Any]) -> str:
+    """A model's JSON Schema as kvspec checks it in: draft 2020-12, sorted keys, two-space indent, trailing newline."""
+    schema = adapter.json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema.setdefault("title", name)
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def schema_texts() -> dict[str, str]:
-    """PROTO-16: file name -> JSON Schema text (sorted keys, two-space indent, trailing newline)."""
-    texts: dict[str, str] = {}
-    for name, adapter in SCHEMAS.items():
-        schema = adapter.json_schema()
-        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-        schema.setdefault("title", name)
-        texts[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    return texts
+    """PROTO-16: file name -> JSON Schema text."""
+    return {f"{name}.schema.json": schema_text(name, adapter) for name, adapter in SCHEMAS.items()}
 
 
 def write_schemas(folder: Path) -> list[Path]:

@@ -135,9 +135,9 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     figure, (rate, saved) = pyplot.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
     for policy in PREFIX_POLICIES:
         sides = [side for side in result.sides if side.policy == policy]
-        capacities = [side.capacity_bytes / GIB for side in sides]
-        rate.plot(capacities, [100 * side.hit_tokens / side.prompt_tokens for side in sides], marker="o", label=policy)
-        saved.plot(capacities, [side.saved_prefill_ms / 1000 for side in sides], marker="o", label=policy)
+        gib = [side.capacity_bytes / GIB for side in sides]
+        rate.plot(gib, [100 * side.hit_tokens / side.prompt_tokens for side in sides], marker="o", label=policy)
+        saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], marker="o", label=policy)
     capacities = sorted({side.capacity_bytes / GIB for side in result.sides})
     for axes, label in ((rate, "hit tokens (% of prompt tokens)"), (saved, "saved prefill (s)")):
         axes.set_xscale("log", base=2)

@@ -33,12 +33,12 @@ def read_manifest(directory: Path) -> list[Json]:
     file (a certification report's counterexample) is a corpus of one."""
     if directory.is_file():
         try:
-            case = json.loads(directory.read_bytes())
+            data = directory.read_bytes()
+            case = json.loads(data)
         except (OSError, ValueError) as error:
             raise KvspecError(f"{directory}: cannot read the case: {error}") from None
         if not isinstance(case, dict):
             raise KvspecError(f"{directory}: not a {FORMAT} case")
-        data = directory.read_bytes()
         return [{"id": case.get("id", ""), "kind": case.get("kind", ""), "path": directory.name, "title": case.get("title", ""),
                  "clauses": case.get("clauses", []), "sha256": hashlib.sha256(data).hexdigest()}]
     path = directory / "manifest.json"

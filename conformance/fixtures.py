@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from kvspec.adapters.protocol import Blocks, Count, Entries, HashId, WireBenefitConfig, WireConfig
+from kvspec.adapters.protocol import Blocks, Count, Entries, HashId, WireBenefitConfig, WireConfig, schema_text
 from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.validation import INT64_MAX
 
@@ -150,13 +150,7 @@ class Manifest(Strict):
 
 def schema_texts() -> dict[str, str]:
     """spec/schemas/fixture-case.schema.json and fixture-manifest.schema.json."""
-    texts = {}
-    for name, adapter in (("fixture-case", CASE), ("fixture-manifest", TypeAdapter(Manifest))):
-        schema = adapter.json_schema()
-        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-        schema.setdefault("title", name)
-        texts[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    return texts
+    return {f"{name}.schema.json": schema_text(name, adapter) for name, adapter in (("fixture-case", CASE), ("fixture-manifest", TypeAdapter(Manifest)))}
 
 
 # The corpus (FIX-1 to FIX-5) --------------------------------------------------------------------
