@@ -9,12 +9,14 @@ without net benefit; pressures include NaN and the infinities; configurations go
 edge, refused ones included.
 """
 
+import sys
 from collections.abc import Callable
 from typing import no_type_check
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
+from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter, BenefitState, state_of
 from kvspec.adapters.interface import ConfigRefused
 from kvspec.adapters.protocol import to_double
@@ -22,8 +24,10 @@ from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.selection import physical_release
 
+from .faults import Located, Location
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
+from .machine import started
 
 KEYS = st.integers(1, 5)
 PINNED = st.frozensets(KEYS, max_size=2)
@@ -66,10 +70,12 @@ def configs() -> st.SearchStrategy[BenefitConfig]:
 
 
 class BenefitMachine(RuleBasedStateMachine):
-    """Subclassed by ``benefit_machine_for`` with the adapter under test."""
+    """Subclassed by ``benefit_machine_for`` with the implementation under test."""
 
-    adapter: BenefitAdapter
+    implementation: Implementation
+    fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     examples: int = 0
+    first_failure: Divergence | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,6 +92,7 @@ class BenefitMachine(RuleBasedStateMachine):
         """BEN-CONF-8: both accept the configuration, or both refuse it."""
         self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
+        self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
         try:
             self.reference = BenefitPolicy(config)
             refused_by = None
@@ -102,6 +109,18 @@ class BenefitMachine(RuleBasedStateMachine):
                                "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
         if refused_by is not None:
             self.reference = None
+
+    def where(self) -> Location:
+        """Where a fault happened: the configuration, or the operation being sent (the operations end with it)."""
+        label = f"operation {self.step}" if self.step else "the configuration"
+        return Location(label, self.step, benefit={"config": self.config_wire, "operations": list(self.operations)})
+
+    def teardown(self) -> None:
+        """Keep the run's first failure: an implementation that fails otherwise on a replay leaves
+        Hypothesis nothing else to report (PROTO-7)."""
+        failure = sys.exc_info()[1]
+        if isinstance(failure, Divergence) and type(self).first_failure is None:
+            type(self).first_failure = failure
 
     def agree(self, operation: str, clauses: Callable[[], list[str]], expected: object, actual: object) -> None:
         """The results of one operation, then (state level) the whole state, must agree; ``clauses``
@@ -240,5 +259,5 @@ def state_clauses(operation: str, expected: BenefitState, actual: BenefitState) 
     return ["BEN-SCORE-4", "BEN-HIT-1", "BEN-MISS-1", "BEN-DECAY-2", "BEN-ADMIT-5"]
 
 
-def benefit_machine_for(adapter: BenefitAdapter) -> type[BenefitMachine]:
-    return type("CertifyBenefit", (BenefitMachine,), {"adapter": adapter})
+def benefit_machine_for(implementation: Implementation, fresh_each_example: bool = False) -> type[BenefitMachine]:
+    return type("CertifyBenefit", (BenefitMachine,), {"implementation": implementation, "fresh_each_example": fresh_each_example})

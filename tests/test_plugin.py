@@ -53,13 +53,14 @@ def test_a_mutant_fails_with_the_clause_and_the_shrunk_steps(pytester: pytest.Py
     )
 
 
-def test_the_adapter_is_loaded_once_a_session_and_closed(pytester: pytest.Pytester) -> None:
+def test_each_item_starts_the_implementation_and_stops_it(pytester: pytest.Pytester) -> None:
+    """PROTO-13: an item stops the implementation it certified, so that a failure to stop is that item's."""
     pytester.makepyfile(counting=COUNTING_ADAPTER)
     result = pytester.runpytest_subprocess(
         "--kvspec-adapter=python:counting:make", "--kvspec-policy=lru", "--kvspec-policy=fifo", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=2)
-    assert (pytester.path / "adapter.log").read_text().split() == ["load", "close"]
+    assert (pytester.path / "adapter.log").read_text().split() == ["load", "close", "load", "close"]
 
 
 def test_without_the_option_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:
