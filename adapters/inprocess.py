@@ -6,14 +6,16 @@ the wrong type or out of range it returns is a failure of the implementation, re
 AdapterFailure with the clause it broke, never an exception of kvspec's. After a failure the object
 is done with; kvspec builds a fresh one with ``factory()`` (launch.py).
 
-The deadline is SIGALRM in the main thread: it interrupts Python code, a sleep and a blocking
-wait, at the cost of two system calls a call. Elsewhere a worker thread waits instead. Neither can
+The deadline is kept by SIGALRM in the main thread (Watchdog): it interrupts Python code, a sleep
+and a blocking wait. Elsewhere a worker thread waits instead. Neither can
 stop native code that never returns to the interpreter; such an implementation is served in a
 process of its own: ``cmd:python -m kvspec.adapters.serve python:module:factory``.
 """
 
+import atexit
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -28,6 +30,7 @@ from .protocol import BenefitStateReply, CapRepairReply, DecisionReply, VictimsR
 from .wire import cap_json, cap_of, decision_json, decision_of, state_json, state_of, summary
 
 T = TypeVar("T")
+MAIN_THREAD = threading.main_thread().ident
 LEVELS = ("results", "state")
 POLICY_NAMES = ("s3fifo", "lru", "fifo", "benefit")
 DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
@@ -40,26 +43,54 @@ class Expired(BaseException):
     """A deadline passed. A BaseException, so that an implementation's ``except Exception`` cannot swallow it."""
 
 
-def within(seconds: float, call: Callable[[], T]) -> T:
-    """``call()``, or Expired once ``seconds`` have passed (PROTO-15's timeouts, PROTO-29)."""
-    if threading.current_thread() is threading.main_thread():
-        return _alarmed(seconds, call)
-    return _waited(seconds, call)
+def within(seconds: float, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)``, or Expired once ``seconds`` have passed (PROTO-15's timeouts, PROTO-29)."""
+    if threading.get_ident() == MAIN_THREAD:
+        return WATCHDOG.run(seconds, call, *args)
+    return _waited(seconds, lambda: call(*args))
 
 
-def _expire(signum: int, frame: object) -> NoReturn:
-    raise Expired
+class Watchdog:
+    """One interval timer (SIGALRM) that ticks while calls are guarded and raises Expired in the
+    call that has run past its deadline. Arming a timer per call would cost two system calls a
+    call; a call here costs two assignments, and the deadline is kept within a tick."""
 
+    TICK = 0.1  # seconds between checks
+    IDLE = 2.0  # seconds without a guarded call before the timer stops
 
-def _alarmed(seconds: float, call: Callable[[], T]) -> T:
-    previous = signal.signal(signal.SIGALRM, _expire)
-    # Fires again every second until disarmed: code that catches even a BaseException is stopped again.
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
-    try:
-        return call()
-    finally:
+    def __init__(self) -> None:
+        self.deadline: float | None = None
+        self.last_call = 0.0
+        self.ticking = False
+
+    def run(self, seconds: float, call: Callable[..., T], *args: Any) -> T:
+        if not self.ticking:
+            signal.signal(signal.SIGALRM, self.tick)
+            signal.setitimer(signal.ITIMER_REAL, self.TICK, self.TICK)
+            self.ticking = True
+            atexit.register(self.stop)  # a tick during the interpreter's shutdown would end the process
+        self.deadline = time.monotonic() + seconds
+        try:
+            return call(*args)
+        finally:
+            self.deadline = None
+            self.last_call = time.monotonic()
+
+    def tick(self, signum: int, frame: object) -> None:
+        now = time.monotonic()
+        if self.deadline is not None and now >= self.deadline:
+            self.deadline = now + self.TICK * 10  # raised again, later, in code that catches even a BaseException
+            raise Expired
+        if self.deadline is None and now - self.last_call > self.IDLE:
+            self.stop()
+
+    def stop(self) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        self.ticking = False
+        atexit.unregister(self.stop)
+
+
+WATCHDOG = Watchdog()
 
 
 def _waited(seconds: float, call: Callable[[], T]) -> T:
@@ -89,13 +120,13 @@ class InProcessAdapter:
         self.name = name
         self.reply_timeout = reply_timeout
         self._failed: str | None = None
-        self._inner = self._guard("the factory", factory, start_timeout)
-        self.identity = self._guard("identity", lambda: identity_of(self._inner.identity), start_timeout)
-        self.level: Level = self._guard("level", lambda: self._inner.level, start_timeout)
+        self._inner = self._guard("the factory", factory, timeout=start_timeout)
+        self.identity = self._guard("identity", lambda: identity_of(self._inner.identity), timeout=start_timeout)
+        self.level: Level = self._guard("level", lambda: self._inner.level, timeout=start_timeout)
         if self.level not in LEVELS:
             self._fail("level", f"level is {described(self.level)}, not one of {', '.join(LEVELS)}", "PROTO-6")
         self.policies: tuple[str, ...] = self._guard("policies", lambda: tuple(getattr(self._inner, "policies", POLICY_NAMES[:3])),
-                                                     start_timeout)
+                                                     timeout=start_timeout)
         unknown = [policy for policy in self.policies if policy not in POLICY_NAMES]
         if not self.policies or unknown:
             self._fail("policies", f"policies is {described(self.policies)}: at least one of {', '.join(POLICY_NAMES)}, and no other",
@@ -110,13 +141,13 @@ class InProcessAdapter:
         self._failed = problem
         raise AdapterFailure(f"{self.name}: {what}: {problem}", clause, timed_out)
 
-    def _guard(self, what: str, call: Callable[[], T], timeout: float | None = None) -> T:
-        """PROTO-29: ``call()`` within the deadline; any exception, or none in time, is the implementation's failure."""
+    def _guard(self, what: str, call: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """PROTO-29: ``call(*args)`` within the deadline; any exception, or none in time, is the implementation's failure."""
         if self._failed is not None:
             raise AdapterFailure(f"{self.name}: {what}: the implementation has already failed: {self._failed}", "PROTO-29")
         seconds = self.reply_timeout if timeout is None else timeout
         try:
-            return within(seconds, call)
+            return within(seconds, call, *args)
         except Expired:
             self._fail(what, f"no reply to {what} within {seconds:g} s (hung?)", "PROTO-15", timed_out=True)
         except AdapterFailure as failure:  # raised by the adapter itself: its own account of what went wrong
@@ -129,7 +160,7 @@ class InProcessAdapter:
             self._fail(what, f"raised {type(error).__name__}: {error}"[:300], "PROTO-29")
 
     def _method(self, name: str, *args: Any) -> Any:
-        return self._guard(name, lambda: getattr(self._inner, name)(*args))
+        return self._guard(name, getattr(self._inner, name), *args)
 
     def _count(self, name: str, value: object) -> int:
         """PROTO-3: a count is an integer (never a bool) in [0, 2^63 - 1]."""
@@ -218,7 +249,7 @@ class InProcessAdapter:
     def close(self) -> None:
         """PROTO-13, PROTO-29: the object's own close, within the deadline; a failure is the implementation's."""
         if self._failed is None:
-            self._guard("close", lambda: self._inner.close())
+            self._guard("close", self._inner.close)
             self._failed = "closed"
 
 
