@@ -202,6 +202,20 @@ def test_PROTO_29_an_in_process_fault_is_a_finding_too(factory: str, clause: str
     assert what in verify(adapter, lru_case)
 
 
+def test_PROTO_29_a_fault_of_the_benefit_policy_is_a_finding_at_its_operation(tmp_path: Path) -> None:
+    """The counterexample is the shrunk operations as a fixture case, and its command replays the fault."""
+    adapter = f"python:{IN_PROCESS}:hit_raises"
+    _, report = certify(adapter, "benefit", tmp_path / "report")
+    first = report.policies[0].failures[0]
+    assert first.clauses == ["PROTO-29"] and first.message.startswith(f"PROTO-29: operation {first.request}: ") and first.request >= 1
+    assert "record_hit: raised ZeroDivisionError: no cost model for key " in first.message
+    assert first.trace_file is not None and first.replay_command is not None
+    case = json.loads((tmp_path / "report" / first.trace_file).read_text())
+    assert case["operations"][-1]["request"]["cmd"] == "record_hit"
+    run = kvspec(*first.replay_command.split()[1:])
+    assert run.returncode == 3 and "record_hit: raised ZeroDivisionError" in run.stdout
+
+
 @pytest.mark.parametrize("factory, clause, when, what", [
     ("factory_raises", "PROTO-29", "start", "the factory: raised OSError: the cache's shared memory segment is missing"),
     ("not_an_adapter", "PROTO-18", "start", "not_an_adapter() returned 42 (an integer), not an Adapter"),

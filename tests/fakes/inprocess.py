@@ -86,3 +86,14 @@ def factory_raises() -> ReferenceAdapter:
 
 def not_an_adapter() -> object:
     return 42
+
+
+class HitRaises(ReferenceAdapter):
+    """The benefit policy, failing every hit."""
+
+    def record_hit(self, key: int, cost: object) -> None:
+        raise ZeroDivisionError(f"no cost model for key {key}")
+
+
+def hit_raises() -> HitRaises:
+    return HitRaises()
