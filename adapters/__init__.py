@@ -41,23 +41,19 @@ class Implementation:
     started); ``start``, ``current`` and ``close`` raise AdapterFailure for what the implementation
     does wrong."""
 
-    def __init__(self, spec: str, reply_timeout: float = REPLY_TIMEOUT, start_timeout: float = START_TIMEOUT) -> None:
+    def __init__(self, spec: str, reply_timeout: float = REPLY_TIMEOUT, start_timeout: float = START_TIMEOUT,
+                 launch: Callable[[], Started] | None = None) -> None:
         if not (reply_timeout > 0 and start_timeout > 0):
             raise KvspecError("PROTO-15: the timeouts must be positive numbers of seconds")
         self.spec = spec
-        self.reply_timeout = reply_timeout
-        self.start_timeout = start_timeout
-        self._launch = resolve(spec, reply_timeout, start_timeout)
+        self._launch = launch or resolve(spec, reply_timeout, start_timeout)
         self.adapter: Started | None = None
 
     @classmethod
     def in_process(cls, factory: Callable[[], Any], name: str = "") -> "Implementation":
         """An in-process implementation built by ``factory``, guarded as python:module:factory is."""
-        implementation = cls("reference")
-        implementation.spec = name or f"python:{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', '?')}"
-        implementation._launch = lambda: InProcessAdapter(implementation.spec, factory, implementation.reply_timeout,
-                                                          implementation.start_timeout)
-        return implementation
+        name = name or f"python:{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', '?')}"
+        return cls(name, launch=lambda: InProcessAdapter(name, factory))
 
     @classmethod
     def of(cls, adapter: "Adapter | BenefitAdapter | Implementation") -> "Implementation":
@@ -66,10 +62,7 @@ class Implementation:
         if isinstance(adapter, Implementation):
             return adapter
         if isinstance(adapter, ProcessAdapter):
-            implementation = cls("reference")
-            implementation.spec = adapter.name
-            implementation._launch = lambda: adapter
-            return implementation
+            return cls(adapter.name, launch=lambda: adapter)
         return cls.in_process(lambda: adapter, f"python:{type(adapter).__module__}:{type(adapter).__qualname__}")
 
     def start(self) -> Started:

@@ -55,7 +55,7 @@ def kvspec(*args: str, deadlines: int = 1) -> subprocess.CompletedProcess[str]:
     """The command line, timed: it must end within ``deadlines`` deadlines and the margin."""
     began = time.monotonic()
     run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", *args, "--reply-timeout", str(DEADLINE), "--start-timeout",
-                          str(DEADLINE)], capture_output=True, text=True, timeout=300, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+                          str(DEADLINE)], capture_output=True, text=True, timeout=300, env={**os.environ, "KVSPEC_CONTRACTS": "0"}, check=False)
     assert time.monotonic() - began < deadlines * DEADLINE + MARGIN, run.stdout + run.stderr
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout, run.stderr
     return run
@@ -124,10 +124,10 @@ MID_RUN = [
 
 @pytest.mark.parametrize("fault, clause, what", MID_RUN, ids=[fault for fault, _, _ in MID_RUN])
 def test_PROTO_30_a_fault_at_request_3_is_a_finding_at_request_3(fault: str, clause: str, what: str, tmp_path: Path, lru_case: Path,
-                                                                 lru_trace: Path) -> None:
+                                                                 lru_trace: Path, tag: str) -> None:
     """PROTO-15, PROTO-16, PROTO-2, PROTO-14: the clause, the request, the configuration and a
     counterexample (shrunk, but for a hang: every replay would wait the deadline out)."""
-    adapter = f"cmd:{sys.executable} {FAULTY} {fault} 3"
+    adapter = f"cmd:{sys.executable} {FAULTY} {fault} 3 {tag}"
     _, report = certify(adapter, "lru", tmp_path / "report")
     (verdict,) = report.policies
     first = verdict.failures[0]
@@ -138,7 +138,6 @@ def test_PROTO_30_a_fault_at_request_3_is_a_finding_at_request_3(fault: str, cla
         assert first.steps.count("state.request(") == 3, first.steps
     assert f"at line 3 of {lru_trace} (request 3): {clause}: " in replay(adapter, lru_trace, tmp_path / "out.json")
     assert f"FAIL {json.loads(lru_case.read_text())['id']} " in verify(adapter, lru_case) and what in verify(adapter, lru_case)
-    assert processes_running(str(FAULTY)) == []
 
 
 # At the start and at the stop -----------------------------------------------------------------
@@ -148,15 +147,16 @@ AT_START = [
     ("cat", "PROTO-16", "a reply of the wrong shape (implementation: Field required"),
     ("yes", "PROTO-1", "malformed JSON reply"),
     ("sleep 1000", "PROTO-15", f"no reply to start within {DEADLINE:g} s"),
-    (f"{sys.executable} {FAKES / 'wrong_protocol_version.py'}", "PROTO-5", "it speaks protocol 2, kvspec speaks protocol 1"),
-    (f"{sys.executable} {FAKES / 'garbage_before_first_reply.py'}", "PROTO-1", "malformed JSON reply"),
-    (f"{sys.executable} {FAKES / 'crash_at_start.py'}", "PROTO-15", "RuntimeError: fake crash at start"),
+    (f"{sys.executable} {FAKES / 'wrong_protocol_version.py'} TAG", "PROTO-5", "it speaks protocol 2, kvspec speaks protocol 1"),
+    (f"{sys.executable} {FAKES / 'garbage_before_first_reply.py'} TAG", "PROTO-1", "malformed JSON reply"),
+    (f"{sys.executable} {FAKES / 'crash_at_start.py'} TAG", "PROTO-15", "RuntimeError: fake crash at start"),
 ]
 
 
 @pytest.mark.parametrize("command, clause, what", AT_START, ids=["true", "cat", "yes", "sleep", "protocol-2", "garbage", "crash"])
 def test_PROTO_30_a_failure_at_the_start_is_a_finding_with_a_report(command: str, clause: str, what: str, tmp_path: Path, lru_case: Path,
-                                                                   lru_trace: Path) -> None:
+                                                                   lru_trace: Path, tag: str) -> None:
+    command = command.replace("TAG", tag)
     adapter = f"cmd:{command}"
     run, report = certify(adapter, "lru", tmp_path / "report")
     assert run.stdout.startswith(f"{adapter}: DOES NOT CONFORM")
@@ -169,14 +169,13 @@ def test_PROTO_30_a_failure_at_the_start_is_a_finding_with_a_report(command: str
 
 @pytest.mark.parametrize("fault, what", [("stop-hang", "did not exit within 2 s of stop"), ("stop-status", "exited with status 1 after stop")])
 def test_PROTO_13_an_implementation_that_does_not_stop_loses_no_verdict(fault: str, what: str, tmp_path: Path, lru_case: Path,
-                                                                       lru_trace: Path) -> None:
+                                                                       lru_trace: Path, tag: str) -> None:
     """The run conformed, and the report says so for the policy; the failure to stop is a finding of its own."""
-    adapter = f"cmd:{sys.executable} {FAULTY} {fault} 1"
+    adapter = f"cmd:{sys.executable} {FAULTY} {fault} 1 {tag}"
     run, report = certify(adapter, "lru", tmp_path / "report", deadlines=3)
     assert report.policies[0].conforms and report.faults[0].message.startswith("PROTO-13: at its stop: ") and what in run.stdout
     assert "does not conform, at its stop: PROTO-13: " in replay(adapter, lru_trace, tmp_path / "out.json")
     assert "FAIL at its stop: PROTO-13: " in verify(adapter, lru_case, deadlines=3)
-    assert processes_running(str(FAULTY)) == []
 
 
 # In-process implementations (PROTO-29) ----------------------------------------------------------
@@ -317,8 +316,9 @@ def test_PROTO_29_the_deadline_holds_off_the_main_thread_too() -> None:
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_PROTO_30_an_interrupted_kvspec_ends_every_implementation_and_writes_nothing(signum: int, status: int, tmp_path: Path) -> None:
-    marker = f"{FAULTY} hang 3"
+def test_PROTO_30_an_interrupted_kvspec_ends_every_implementation_and_writes_nothing(signum: int, status: int, tmp_path: Path,
+                                                                                    tag: str) -> None:
+    marker = f"{FAULTY} hang 3 {tag}"
     run = subprocess.Popen([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", f"cmd:{sys.executable} {marker}",
                             "--policy", "lru", "--report", str(tmp_path / "report")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(100):  # until the implementation hangs
@@ -332,7 +332,9 @@ def test_PROTO_30_an_interrupted_kvspec_ends_every_implementation_and_writes_not
     assert processes_running(marker) == [] and not (tmp_path / "report").exists()
 
 
-@pytest.fixture(autouse=True)
-def no_process_left() -> Iterator[None]:
-    yield
-    assert processes_running(str(FAKES)) == []
+@pytest.fixture
+def tag(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A mark for the command line of the processes a test causes: none may be left when it ends."""
+    mark = f"tag-{abs(hash(request.node.nodeid)):x}"
+    yield mark
+    assert processes_running(mark) == []

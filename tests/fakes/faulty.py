@@ -1,9 +1,10 @@
 """A correct LRU (spec/lru.md) over the adapter protocol that breaks the protocol in one chosen
 way at request N, counted from the last configure, so that every replay of an example fails alike:
 
-    python tests/fakes/faulty.py FAULT N
+    python tests/fakes/faulty.py FAULT N [TAG]
 
-FAULT is one of FAULTS below; N >= 1 (ignored by the stop faults). It needs nothing but Python,
+FAULT is one of FAULTS below; N >= 1 (ignored by the stop faults); TAG, ignored, marks the
+process, so that a test can tell whether the processes it caused are gone. It needs nothing but Python,
 so that kvspec restarts it in a few milliseconds after each failure.
 """
 
@@ -92,6 +93,6 @@ def main(fault: str, n: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in FAULTS:
-        sys.exit(f"usage: faulty.py {{{','.join(FAULTS)}}} N")
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in FAULTS:
+        sys.exit(f"usage: faulty.py {{{','.join(FAULTS)}}} N [TAG]")
     main(sys.argv[1], int(sys.argv[2]))
