@@ -164,7 +164,7 @@ def by_variants(diagnosis: Diagnosis, config: Json, operations: list[Json], actu
             return named(*variants, evidence="; the spec with only this rule broken gives every answer and state the implementation gave")
         return diagnosis
     if variants:
-        return consistent(*variants, evidence="; the spec with one of these rules broken gives every answer the implementation "
-                          "gave (its state is not visible at the results level)")
+        return consistent(*variants, evidence=f"; the spec with {'this rule' if len(variants) == 1 else 'one of these rules'} broken gives "
+                          "every answer the implementation gave (its state is not visible at the results level)")
     return consistent(*diagnosis.clauses, evidence=diagnosis.evidence + " (read against the spec's state; the implementation's is not "
                       "visible at the results level)")

@@ -207,11 +207,15 @@ def queue_diagnosis(config: AdapterConfig, request: Request, before: Snapshot, e
         placed = placement_diagnosis(config, hash_ids, before, expected, actual) if explains else Diagnosis()
         return Diagnosis(broken.named, broken.consistent + tuple(placed.clauses), broken.evidence + placed.evidence)
     variants = [clauses for variant, clauses in variants_for(config.policy) if from_state(variant(), config, before, request) == actual]
+    placed = placement_diagnosis(config, hash_ids, before, expected, actual) if config.policy == "s3fifo" else None
     if variants:
-        return variant_diagnosis(variants, "; the spec with only this rule broken, from the implementation's queues before the request, "
-                                 "gives exactly its queues after it")
-    if config.policy == "s3fifo":
-        return placement_diagnosis(config, hash_ids, before, expected, actual)
+        found = variant_diagnosis(variants, "; the spec with only this rule broken, from the implementation's queues before the request, "
+                                  "gives exactly its queues after it")
+        if placed is not None and len(found.named) > 1 and placed.named and placed.named[0] in found.named:
+            return named(placed.named[0], evidence=placed.evidence + found.evidence)  # the one of the variant's rules it breaks first
+        return found
+    if placed is not None:
+        return placed
     name = config.policy.upper()
     if {h for h, _ in expected.main} == {h for h, _ in actual.main}:
         return consistent(f"{name}-ACCESS-1", f"{name}-ADMIT-1", evidence="; the same blocks, in another order")
@@ -241,12 +245,15 @@ MOVES = {(None, "S"): "S3-ACCESS-4", ("S", "M"): "S3-ADMIT-S-2", ("S", "G"): "S3
          ("G", "M"): "S3-ACCESS-3", ("G", None): "S3-GHOST-2"}
 
 
-def spec_moves(config: AdapterConfig, hash_ids: list[int], before: Snapshot) -> dict[int, list[tuple[int, str]]]:
-    """For each block, the rules the spec applied to it during the request, as (access, clause),
-    found by running the reference from ``before`` one access at a time."""
+Move = tuple[int, Place, str]  # (the access, the place after it, the rule that moved the block there)
+
+
+def spec_histories(config: AdapterConfig, hash_ids: list[int], before: Snapshot) -> dict[int, list[Move]]:
+    """For each block the spec moves during the request, the places it goes through and the rule
+    that moves it each time, found by running the reference from ``before`` one access at a time."""
     cache = S3FIFO(derive_caps(config.capacity, config.small_ratio, config.max_freq), OrderedDict(before.small), OrderedDict(before.main),
                    OrderedDict.fromkeys(before.ghost, True))
-    moves: dict[int, list[tuple[int, str]]] = {}
+    histories: dict[int, list[Move]] = {}
     old = places(before)
     for step, h in enumerate(hash_ids):
         cache.access(h)
@@ -259,54 +266,72 @@ def spec_moves(config: AdapterConfig, hash_ids: list[int], before: Snapshot) -> 
                 clause = "S3-ADMIT-M-2" if now[1] < was[1] else ("S3-ACCESS-1" if now[0] == "S" else "S3-ACCESS-2")
             else:
                 clause = MOVES[(was and was[0], now and now[0])]
-            moves.setdefault(block, []).append((step, clause))
+            histories.setdefault(block, [(-1, was, "")]).append((step, now, clause))
         old = new
-    return moves
+    return histories
+
+
+def diverging_move(history: list[Move], got: Place) -> tuple[int, str, str] | None:
+    """The spec's move of a block where the implementation, which left it at ``got``, parted from
+    it: (the access, the clause it breaks, what happened); None if no move explains it."""
+    for i in range(len(history) - 2, -1, -1):
+        if history[i][1] == got:  # the implementation stopped where the spec moved on
+            step, now, clause = history[i + 1]
+            return step, LEFT_IN_PLACE.get(clause, clause), f"the spec moves it on by {clause} ({describe(now)})"
+    queue = got and got[0]
+    for i in range(1, len(history)):
+        step, now, clause = history[i]
+        if (now and now[0]) == queue:  # the right queue with another freq: the move into it
+            return step, clause, f"the spec's {clause} puts it {describe(now)}"
+    for i in range(1, len(history)):
+        step, now, clause = history[i]
+        if (now and now[0]) != (history[i - 1][1] and history[i - 1][1][0]):  # a queue the spec never puts it in
+            return step, clause, f"the spec's {clause} puts it {describe(now)}"
+    requeue = next((move for move in history[1:] if move[2] == "S3-ADMIT-M-2"), None)
+    if requeue is not None:  # the spec requeued it, the implementation evicted it
+        return requeue[0], "S3-ADMIT-M-2", f"the spec's S3-ADMIT-M-2 requeues it, {describe(requeue[1])}"
+    return None
 
 
 def placement_diagnosis(config: AdapterConfig, hash_ids: list[int], before: Snapshot, expected: Snapshot, actual: Snapshot) -> Diagnosis:
-    """The first block the implementation placed otherwise, traced to the rule the spec applied to it."""
-    moves = spec_moves(config, hash_ids, before)
+    """The first block the implementation placed otherwise, traced to the spec's move it parted from."""
+    histories = spec_histories(config, hash_ids, before)
     want, got, was = places(expected), places(actual), places(before)
+    evicted = any(clause == "S3-ADMIT-M-3" for history in histories.values() for _, _, clause in history)
     first: tuple[int, str, str] | None = None  # (access, clause, what)
     for block in sorted(want.keys() | got.keys(), key=repr):
         if want.get(block) == got.get(block):
             continue
-        if block in moves:
-            step, clause = moves[block][0]
-            if got.get(block) == was.get(block):
-                clause = LEFT_IN_PLACE.get(clause, clause)  # the rule that should have moved it did not run
-            what = f"{block} is {describe(got.get(block))}, and the spec's {clause} makes it {describe(want.get(block))}"
-        else:
-            step, clause = len(hash_ids), unmoved_clause(config, block, was.get(block), got.get(block), moves, actual)
-            what = f"{block} stays {describe(want.get(block))} in the spec, and the implementation made it {describe(got.get(block))}"
+        found = diverging_move(histories[block], got.get(block)) if block in histories else None
+        if found is None:
+            found = (len(hash_ids), unmoved_clause(was.get(block), evicted), f"the spec leaves it {describe(want.get(block))}")
+        step, clause, how = found
         if first is None or (step, RULE_ORDER.index(clause)) < (first[0], RULE_ORDER.index(first[1])):
-            first = (step, clause, what)
+            first = (step, clause, f"{block!r} is {describe(got.get(block))}, and {how}")
     if first is None:  # the same blocks with the same freqs, in another order
         return consistent(*order_clauses(expected, actual), evidence="; the same entries, in another order")
     _, clause, what = first
     if clause == "S3-GHOST-2" and len(actual.ghost) < len(expected.ghost):
         return consistent("S3-CONF-4", "S3-GHOST-2", evidence=f"; {what}, with G at {len(actual.ghost)} entries, below ghost_cap {len(expected.ghost)}")
-    if clause == "S3-ADMIT-S-1":
+    if clause == "S3-ADMIT-S-1" and len(actual.small) < len(expected.small):
         return consistent("S3-CONF-2", "S3-ADMIT-S-1", evidence=f"; {what}: S was drained below small_cap")
     return named(clause, evidence=f"; {what}")
 
 
-# A block the spec moved and the implementation left where it was: the rule that starts the move.
+# A block the spec moved on and the implementation left where it was: the rule that starts the move.
 LEFT_IN_PLACE = {"S3-ADMIT-S-2": "S3-ADMIT-S-1", "S3-ADMIT-S-3": "S3-ADMIT-S-1", "S3-ADMIT-M-2": "S3-ADMIT-M-1", "S3-ADMIT-M-3": "S3-ADMIT-M-1"}
 
 RULE_ORDER = ["S3-ACCESS-1", "S3-ACCESS-2", "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1",
               "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-GHOST-2", "REPLAY-ACCESS-1"]
 
 
-def unmoved_clause(config: AdapterConfig, block: int, was: Place, got: Place, moves: dict[int, list[tuple[int, str]]], actual: Snapshot) -> str:
+def unmoved_clause(was: Place, evicted: bool) -> str:
     """The rule that keeps a block in place, for a block the spec leaves where it was and the implementation moved."""
     if was is None:
         return "REPLAY-ACCESS-1"  # a block the request did not carry, or one the spec had forgotten
     if was[0] == "S":
         return "S3-ADMIT-S-1"  # popped from S when the spec's S was not full
     if was[0] == "M":
-        evicted = any(clause == "S3-ADMIT-M-3" for history in moves.values() for _, clause in history)
         return "S3-ADMIT-M-3" if evicted else "S3-ADMIT-M-1"  # more than one left M, or M evicted below main_cap
     return "S3-GHOST-2"
 
@@ -379,21 +404,23 @@ def results_diagnosis(adapter: Adapter, config: AdapterConfig, trace: list[Reque
     blocks = list(dict.fromkeys(h for hash_ids, _ in trace for h in hash_ids))
     held = held_blocks(adapter, blocks)
     found: Diagnosis | None = None
+    evidence = ""
     if hit is not None and held is not None:
         found = hit_token_diagnosis(config, trace[-1], set(held), (), hit)
+        if found is None:
+            evidence = f"; its own scan finds {sorted(held)!r} resident, and its answer is right for those: it holds other blocks than the spec"
     if count is not None and held is not None and count != len(held):
         found = consistent(*count_clauses(config.policy), evidence=f"; its own scan finds {len(held)} of the blocks ever requested resident")
     variants = [clauses for variant, clauses in variants_for(config.policy) if replays_alike(variant(), config, trace, hit, count, held, blocks)]
     if variants:
-        clauses = [c for group in variants for c in group]
-        return consistent(*dict.fromkeys([*(found.clauses if found else []), *clauses]),
-                          evidence=(found.evidence if found else "") + "; the spec with one of these rules broken gives every answer the "
-                          "implementation gave (its state is not visible at the results level)")
+        clauses = list(dict.fromkeys([*(found.clauses if found else []), *(c for group in variants for c in group)]))
+        rules = "this rule" if len(set(variants)) == 1 else "one of these rules"
+        return consistent(*clauses, evidence=(found.evidence if found else evidence) + f"; the spec with {rules} broken gives every "
+                          "answer the implementation gave (its state is not visible at the results level)")
     if found is not None:
         return consistent(*found.clauses, evidence=found.evidence + " (its state is not visible at the results level)")
     if held is not None:
-        evidence = f"; its own scan finds resident {sorted(held)!r}, which differs from the spec's"
-        return consistent(*eviction_clauses(config.policy), evidence=evidence)
+        return consistent(*eviction_clauses(config.policy), evidence=evidence or f"; its own scan finds {sorted(held)!r} resident")
     return consistent(*eviction_clauses(config.policy))
 
 
