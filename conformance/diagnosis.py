@@ -274,7 +274,10 @@ def spec_histories(config: AdapterConfig, hash_ids: list[int], before: Snapshot)
 def diverging_move(history: list[Move], got: Place) -> tuple[int, str, str] | None:
     """The spec's move of a block where the implementation, which left it at ``got``, parted from
     it: (the access, the clause it breaks, what happened); None if no move explains it."""
-    for i in range(len(history) - 2, -1, -1):
+    final = history[-1][1]
+    if got is None and final is not None and final[0] == "G":  # forgotten where the spec keeps it in G
+        return history[-1][0], "S3-GHOST-2", "the spec keeps it in G"
+    for i in range(len(history) - 2, 0 if history[0][1] is None else -1, -1):
         if history[i][1] == got:  # the implementation stopped where the spec moved on
             step, now, clause = history[i + 1]
             return step, LEFT_IN_PLACE.get(clause, clause), f"the spec moves it on by {clause} ({describe(now)})"
