@@ -113,12 +113,12 @@ def refused_wrongly(adapter: Adapter, config: AdapterConfig) -> Diagnosis:
     """The spec accepts ``config`` and the implementation refused it: which knob it refuses,
     found by asking it to configure a typical cache with that one knob changed."""
     typical = AdapterConfig(config.policy, 100, 16, 0.5, 3)
-    if not accepts(adapter, typical):
-        return consistent(*refusal_group(config), evidence=f"; it refuses {typical} too")
+    if accepts(adapter, typical) is not True:
+        return consistent(*refusal_group(config), evidence=f"; it does not accept {typical} either")
     refused = []
     for knob, clause in KNOB_CLAUSES.items():
         probe = AdapterConfig(**{**vars(typical), knob: getattr(config, knob)})
-        if spec_accepts(probe) and not accepts(adapter, probe):
+        if spec_accepts(probe) and accepts(adapter, probe) is False:
             refused.append(clause if config.policy == "s3fifo" or knob in ("capacity", "block_size") else "REPLAY-CONF-3")
     if refused:
         return named(*dict.fromkeys(refused), evidence=f"; it accepts {typical} with every other knob of this configuration")
