@@ -20,6 +20,7 @@ be seen. The evidence, strongest first:
 Clauses are the policy's own: an LRU or FIFO difference never cites an S3 clause.
 """
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -71,8 +72,8 @@ def own(policy: str, clauses: Iterable[str]) -> list[str]:
 def eviction_clauses(policy: str) -> tuple[str, ...]:
     """What decides which blocks stay resident, for a residency difference nothing narrows down."""
     if policy == "s3fifo":
-        return ("S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1", "S3-ADMIT-M-2", "S3-ADMIT-M-3",
-                "S3-ACCESS-3", "S3-GHOST-2", "S3-CONF-2", "S3-CONF-4")
+        return ("S3-ACCESS-4", "S3-ADMIT-S-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
+                "S3-ADMIT-M-3", "S3-ACCESS-3", "S3-GHOST-2", "S3-CONF-2", "S3-CONF-4")
     name = policy.upper()
     return (f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
 
@@ -99,7 +100,7 @@ def accepted_wrongly(config: AdapterConfig, refused_by: str) -> Diagnosis:
     """The spec refuses ``config`` by ``refused_by``, and the implementation accepted it."""
     if refused_by == "S3-CONF-5" and ratio_is_valid(config.small_ratio) and is_int(config.capacity):
         product = config.capacity * config.small_ratio
-        others = {int(product), int(product) + 1} - {round(product)}
+        others = {math.floor(product), math.ceil(product)} - {round(product)}
         if any(1 <= small_cap < config.capacity for small_cap in others):
             # small_cap rounded another way would give both queues an entry: the rounding
             # (S3-CONF-2) or the check (S3-CONF-5), the implementation's caps are not visible.
@@ -314,8 +315,9 @@ def placement_diagnosis(config: AdapterConfig, hash_ids: list[int], before: Snap
     if first is None:  # the same blocks with the same freqs, in another order
         return consistent(*order_clauses(expected, actual), evidence="; the same entries, in another order")
     _, clause, what = first
-    if clause == "S3-GHOST-2" and len(actual.ghost) < len(expected.ghost):
-        return consistent("S3-CONF-4", "S3-GHOST-2", evidence=f"; {what}, with G at {len(actual.ghost)} entries, below ghost_cap {len(expected.ghost)}")
+    ghost_cap = derive_caps(config.capacity, config.small_ratio, config.max_freq).ghost_cap
+    if clause == "S3-GHOST-2" and len(actual.ghost) < ghost_cap:  # forgotten before G was full: the size, or the rule
+        return consistent("S3-CONF-4", "S3-GHOST-2", evidence=f"; {what}, with G at {len(actual.ghost)} entries, below ghost_cap {ghost_cap}")
     if clause == "S3-ADMIT-S-1" and len(actual.small) < len(expected.small):
         return consistent("S3-CONF-2", "S3-ADMIT-S-1", evidence=f"; {what}: S was drained below small_cap")
     return named(clause, evidence=f"; {what}")
@@ -378,7 +380,8 @@ def hit_token_diagnosis(config: AdapterConfig, request: Request, resident: set[i
     if actual == k * block_size:
         found.append("REPLAY-HIT-1")  # k × block_size without the min() clamp
     with_ghost = resident | set(ghost)
-    if config.policy == "s3fifo" and with_ghost != resident and actual == hit_tokens(prefix_hit_blocks(hash_ids, with_ghost.__contains__), block_size, input_length):
+    with_ghost_k = prefix_hit_blocks(hash_ids, with_ghost.__contains__)
+    if config.policy == "s3fifo" and with_ghost != resident and actual == hit_tokens(with_ghost_k, block_size, input_length):
         found.append("S3-QUEUE-3")  # a ghost entry counted as resident
     anywhere = len(set(hash_ids) & resident)
     if anywhere != k and actual == hit_tokens(anywhere, block_size, input_length):

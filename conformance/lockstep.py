@@ -88,8 +88,8 @@ class Lockstep:
         except ConfigRefused:
             accepted = False
         if refused_by is not None and accepted:
-            raise self.diverge(accepted_wrongly(config, refused_by), f"the configuration {config} must be refused, and the implementation accepted it",
-                               "refused", "accepted")
+            raise self.diverge(accepted_wrongly(config, refused_by),
+                               f"the configuration {config} must be refused, and the implementation accepted it", "refused", "accepted")
         if refused_by is None and not accepted:
             raise self.diverge(refused_wrongly(self.adapter, config), f"the configuration {config} is valid, and the implementation refused it",
                                "accepted", "refused")
@@ -115,7 +115,8 @@ class Lockstep:
                 diagnosis = results_diagnosis(adapter, config, self.trace, actual, None)
             raise self.diverge(diagnosis, f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
         if before is not None and adapter.snapshot() != before:
-            raise self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before, adapter.snapshot())
+            raise self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
+                               adapter.snapshot())
         for h in hash_ids:
             reference.access(h)
         adapter.access(hash_ids)
