@@ -168,9 +168,15 @@ def test_a_resident_count_off_by_one_breaks_the_policys_own_cap_clause(policy: s
     assert found.consistent_with == (() if level == "state" else found.clauses)  # at the results level its queue is not visible
 
 
+def test_an_lru_queue_that_holds_a_hash_twice_breaks_replay_queue_1() -> None:
+    found = divergence(mistakes.HitAppendsAgain(), AdapterConfig("lru", 3, 1), [1, 2, 1])
+    assert found.clauses == ("REPLAY-QUEUE-1",) and "main holds a hash twice" in str(found)
+
+
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
 def test_an_lru_or_fifo_certification_never_cites_an_s3_clause(policy: str) -> None:
-    for implementation in (mistakes.CountOffByOne(), results(mistakes.CountOffByOne), mistakes.NewKeysToMainUntilFull()):
+    for implementation in (mistakes.CountOffByOne(), results(mistakes.CountOffByOne), mistakes.HitAppendsAgain(),
+                           results(mistakes.HitAppendsAgain)):
         for finding in certify_policy(implementation, policy).findings:
             assert finding.divergence is not None
             assert all(c.startswith(("REPLAY-", f"{policy.upper()}-")) for c in finding.divergence.clauses), finding.message

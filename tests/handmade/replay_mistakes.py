@@ -5,8 +5,9 @@ certifies it at the state level, ``python:tests/handmade/replay_mistakes.py:NAME
 results level (no snapshot: the diagnosis cannot see its queues)."""
 
 import math
+from collections import OrderedDict
 
-from kvspec.adapters.interface import AdapterConfig, ConfigRefused
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
 from kvspec.conformance.mutants import CanonicalS3FIFO
 
 
@@ -118,13 +119,35 @@ class CountOffByOne(CanonicalS3FIFO):
         return super().resident_count() + (self.engine() != "s3fifo")
 
 
+class HitAppendsAgain(CanonicalS3FIFO):
+    """An LRU kept as a list of accesses: a hit appends the block again instead of moving it, and
+    eviction pops the head: breaks LRU-ACCESS-1 (and REPLAY-QUEUE-1: its queue holds a hash twice)."""
+
+    name = "hit-appends-again"
+
+    def configure(self, config: AdapterConfig) -> None:
+        super().configure(config)
+        self.accesses: list[int] = []
+
+    def lru_access(self, h: int) -> None:
+        if h not in self.accesses and len(set(self.accesses)) >= self.configured().capacity:
+            oldest = self.accesses.pop(0)
+            while oldest in self.accesses:
+                self.accesses.remove(oldest)
+        self.accesses.append(h)
+        self.main = OrderedDict.fromkeys(self.accesses, 0)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(main=tuple((h, 0) for h in self.accesses)) if self.engine() == "lru" else super().snapshot()
+
+
 def results_level(cls: type[CanonicalS3FIFO]) -> type[CanonicalS3FIFO]:
     """The same implementation, certified at the results level: no snapshot."""
     return type(f"{cls.__name__}Results", (cls,), {"level": "results"})
 
 
 HANDMADE = (NewKeysToMainUntilFull, HalfUpSmallCap, GhostNineTenths, PromotionThreshold2, RefusesMaxFreq0, SmallAboveItsSize,
-            GhostAboveItsSize, GhostHitKeepsGhost, CountOffByOne)
+            GhostAboveItsSize, GhostHitKeepsGhost, CountOffByOne, HitAppendsAgain)
 for _cls in HANDMADE:
     globals()[_cls.name.replace("-", "_")] = _cls
     globals()[_cls.name.replace("-", "_") + "_results"] = results_level(_cls)
