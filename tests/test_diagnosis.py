@@ -78,6 +78,20 @@ def test_rounding_small_cap_half_up_leads_with_s3_conf_2_where_the_spec_refuses(
     assert found.clauses == ("S3-CONF-2", "S3-CONF-5") and found.consistent_with == found.clauses
 
 
+class SmallCapAtLeast1(CanonicalS3FIFO):
+    """Gives S at least one entry, whatever the ratio: breaks S3-CONF-2."""
+
+    def small_cap_for(self, capacity: int, small_ratio: float) -> int:
+        return max(1, round(capacity * small_ratio))
+
+
+def test_accepting_small_ratio_0_is_consistent_with_a_missing_check_or_another_small_cap() -> None:
+    """10 × 0.0 = 0 under any rounding: S3-CONF-5 first; a small_cap moved off 0 (S3-CONF-2) would
+    explain it too, and the implementation's small_cap is not visible."""
+    found = divergence(SmallCapAtLeast1(), s3fifo(10, 0.0))
+    assert found.clauses == ("S3-CONF-5", "S3-CONF-2") and found.consistent_with == found.clauses
+
+
 # -- the implementation's own queues against the invariants ---------------------------------------
 
 
@@ -138,6 +152,21 @@ def test_a_promotion_threshold_of_2_breaks_s3_admit_s_2() -> None:
     """capacity 2 at 0.5: 1 is hit once (freq 1); the next new block pops it from S, to M by the spec."""
     found = divergence(mistakes.PromotionThreshold2(), s3fifo(2, 0.5), [1], [1], [2])
     assert (found.clauses, found.consistent_with) == (("S3-ADMIT-S-2",), ())
+
+
+class GhostAtHead(CanonicalS3FIFO):
+    """Inserts into G at the head, and forgets from the head: breaks S3-GHOST-3."""
+
+    def insert_to_ghost(self, h: int) -> None:
+        super().insert_to_ghost(h)
+        self.ghost.move_to_end(h, last=False)
+
+
+def test_a_ghost_in_another_order_never_leads_with_the_unreachable_s3_ghost_1() -> None:
+    """Two blocks through S into G, in the opposite order: S3-GHOST-3 leads, and S3-GHOST-1 (which
+    findings F-10 shows unreachable) is not cited."""
+    found = divergence(GhostAtHead(), s3fifo(10), [1, 2, 3])
+    assert found.clauses[0] == "S3-GHOST-3" and "S3-GHOST-1" not in found.clauses and found.consistent_with == found.clauses
 
 
 # -- resident counts: never the ghost by coincidence, and each policy's own clause -----------------
