@@ -16,7 +16,8 @@ from kvspec.adapters.interface import AdapterConfig, Snapshot
 from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.lockstep import Divergence, Lockstep
 from kvspec.conformance.mutants import CanonicalS3FIFO
-from kvspec.reference.benefit import BenefitConfig
+from kvspec.conformance.benefit_machine import benefit_machine_for
+from kvspec.reference.benefit import BenefitConfig, CostSample
 
 from support import certify_report
 
@@ -252,6 +253,31 @@ def test_the_state_level_names_the_clause_a_rejected_offer_that_moves_the_clock_
     (finding,) = certify_policy(implementation, "benefit").findings
     assert finding.divergence is not None and finding.divergence.clauses[0] == "BEN-ADMIT-2"
     assert finding.divergence.consistent_with == () and "on a rejected offer" in finding.message
+
+
+def benefit_divergence(implementation: object, config: BenefitConfig, *operations: tuple[str, tuple[object, ...]]) -> Divergence:
+    """The first divergence of ``implementation`` on ``operations``, driven through the benefit machine's rules."""
+    machine = benefit_machine_for(implementation)()  # type: ignore[arg-type]
+    machine.configure(config)
+    with pytest.raises(Divergence) as raised:
+        for rule, arguments in operations:
+            getattr(machine, rule)(*arguments)
+    return raised.value
+
+
+COST = CostSample(100.0, 30.0)
+
+
+def test_more_ghosts_than_ghost_capacity_leads_with_ben_ghost_3() -> None:
+    found = benefit_divergence(benefit_mistakes.GhostsPastCapacity(), BenefitConfig(ghost_capacity=1),
+                               ("offer", (1, 1, [], COST, frozenset())), ("offer", (2, 1, [], COST, frozenset())),
+                               ("remove", (1, frozenset())), ("remove", (2, frozenset())))
+    assert found.clauses[0] == "BEN-GHOST-3" and found.consistent_with == () and "2 ghosts, above ghost_capacity 1" in str(found)
+
+
+def test_a_clock_that_jumps_leads_with_ben_clock_1() -> None:
+    found = benefit_divergence(benefit_mistakes.MissCountsTwice(), BenefitConfig(), ("miss", (1,)))
+    assert found.clauses[0] == "BEN-CLOCK-1" and found.consistent_with == () and "the clock went from 0 to 2" in str(found)
 
 
 # -- end to end ----------------------------------------------------------------------------------

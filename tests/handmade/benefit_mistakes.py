@@ -1,11 +1,13 @@
-"""A hand-made wrong benefit policy (tests/test_diagnosis.py): the behaviour of the implementation
-behind seed 003 that findings F-15 sets aside, written here on its own and certified at the
-results level, where the clock it moves cannot be seen. ``python:tests/handmade/benefit_mistakes.py:clock_on_rejection``."""
+"""Hand-made wrong benefit policies (tests/test_diagnosis.py), each with one known mistake. The
+first is the behaviour of the implementation behind seed 003 that findings F-15 sets aside, written
+here on its own and certified at the results level, where the clock it moves cannot be seen
+(``python:tests/handmade/benefit_mistakes.py:clock_on_rejection``); the others break an invariant
+of the benefit state, certified at the state level."""
 
 from dataclasses import dataclass
 
 from kvspec.adapters.interface import Level
-from kvspec.conformance.benefit_mutants import CanonicalBenefit
+from kvspec.conformance.benefit_mutants import CanonicalBenefit, Item
 from kvspec.reference.benefit import CostSample, Decision
 
 
@@ -28,3 +30,26 @@ class ClockOnRejection(CanonicalBenefit):
 
 def clock_on_rejection() -> ClockOnRejection:
     return ClockOnRejection()
+
+
+@dataclass
+class GhostsPastCapacity(CanonicalBenefit):
+    """Records a ghost without dropping the oldest when ghost_capacity ghosts exist: breaks
+    BEN-GHOST-2, and its ghosts outnumber ghost_capacity (BEN-GHOST-3)."""
+
+    name = "ghosts-past-capacity"
+
+    def remember(self, key: int, item: Item) -> None:
+        if self.config.ghost_capacity:
+            self.ghosts[key] = (item.hits, item.rw, item.ow, self.clock)
+
+
+@dataclass
+class MissCountsTwice(CanonicalBenefit):
+    """Advances the clock twice on record_miss: its clock jumps by 2 (BEN-CLOCK-1, BEN-CLOCK-3)."""
+
+    name = "miss-counts-twice"
+
+    def record_miss(self, key: int) -> None:
+        self.clock += 1
+        super().record_miss(key)
