@@ -44,8 +44,14 @@ class Identity:
 
 
 class AdapterFailure(Exception):
-    """The implementation broke the protocol: it crashed, hung, or replied out of turn or out of
-    shape. The suite reports it as a failure of that implementation, never as its own error."""
+    """The implementation broke the protocol: it crashed, hung, raised, or replied out of turn,
+    out of shape or with a wrong type. The suite reports it as a failure of that implementation,
+    never as its own error; ``clause`` is the protocol clause it broke (PROTO-15 unless said)."""
+
+    def __init__(self, message: str, clause: str = "PROTO-15", timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.clause = clause
+        self.timed_out = timed_out  # a deadline passed: every replay of the example would wait it out again
 
 
 class ConfigRefused(Exception):
@@ -75,3 +81,11 @@ class Adapter(Protocol):
 
     def close(self) -> None:
         """Release the implementation (end its process, if it has one)."""
+
+
+def described(value: object) -> str:
+    """A value an implementation gave, with its type in JSON's words, for a wrong-type message."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", tuple: "an array", dict: "an object"}
+    kind = "null" if value is None else kinds.get(type(value), f"a {type(value).__name__}")
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:60] + '...'} ({kind})"

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections import deque
 from typing import IO, Any, NoReturn, Self
 
@@ -24,7 +25,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from kvspec.reference import KvspecError
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 
-from .benefit import BenefitState, EntryView
+from .benefit import BenefitState
 from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
 from .protocol import (
     CONFIGURE_REPLY,
@@ -57,13 +58,10 @@ from .protocol import (
     StopRequest,
     VictimsReply,
     WireBenefitConfig,
-    WireCapRepair,
     WireConfig,
-    WireCost,
-    WireDecision,
-    from_double,
     to_double,
 )
+from .wire import cap_of, decision_of, state_of, summary, wire_cost
 
 MAX_LINE = 1 << 28  # a reply longer than 256 MiB is a failure, not an out-of-memory
 STDERR_LINES = 20  # kept of the implementation's stderr ...
@@ -74,16 +72,20 @@ PREVIEW_CHARS = 200
 
 _EOF = b""
 
+# Every process started and not yet reaped, so that an interrupted kvspec can end them all
+# (each has a process group of its own, which a terminal's signal does not reach).
+LIVE: "weakref.WeakSet[ProcessAdapter]" = weakref.WeakSet()
+
+
+def kill_all() -> None:
+    """End every implementation process still running, with its process group."""
+    for adapter in list(LIVE):
+        adapter._kill()
+
 
 def _preview(text: str) -> str:
     text = text.strip()
     return repr(text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "...")
-
-
-def _summary(error: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or '<reply>'}: {e['msg']}" for e in error.errors()[:3]]
-    more = error.error_count() - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def _read_stdout(stream: IO[bytes], lines: "queue.Queue[bytes]") -> None:
@@ -123,18 +125,6 @@ CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
 BENEFIT_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(BenefitStateReply)
 
 
-def wire_cost(cost: CostSample) -> WireCost:
-    return WireCost(cold_prefill_cost=to_double(cost.cold_prefill_cost), restore_cost=to_double(cost.restore_cost))
-
-
-def cap_of(wire: WireCapRepair) -> CapRepair:
-    return CapRepair(wire.status, tuple(wire.victims), wire.shortfall)
-
-
-def decision_of(wire: WireDecision) -> Decision:
-    return Decision(wire.kind, wire.reason, None if wire.cap is None else cap_of(wire.cap))
-
-
 class ProcessAdapter:
     """An Adapter for an implementation that speaks the protocol on its stdin and stdout."""
 
@@ -163,6 +153,7 @@ class ProcessAdapter:
             self._failed = f"could not start: {error}"
             self._closed = True
             raise AdapterFailure(f"{self.name}: could not start the implementation: {error}") from error
+        LIVE.add(self)
         assert self.process.stdin is not None and self.process.stdout is not None and self.process.stderr is not None
         self._stdin_fd = self.process.stdin.fileno()
         os.set_blocking(self._stdin_fd, False)  # a process that stops reading must not block kvspec
@@ -180,12 +171,17 @@ class ProcessAdapter:
             self.start_timeout,
         )
         if reply.protocol != PROTOCOL_VERSION:
-            self._fail("start", 0, f"it speaks protocol {reply.protocol}, kvspec speaks protocol {PROTOCOL_VERSION}", "the start reply")
+            self._fail("start", 0, f"it speaks protocol {reply.protocol}, kvspec speaks protocol {PROTOCOL_VERSION}", "the start reply", "PROTO-5")
         self.identity = Identity(
             name=reply.implementation.name, language=reply.implementation.language, version=reply.implementation.version
         )
         self.level = reply.level
         self.policies = tuple(reply.policies)
+
+    @property
+    def failed(self) -> bool:
+        """True once the implementation has broken the protocol: its process is gone, a fresh one is needed."""
+        return self._failed is not None
 
     # The Adapter methods ------------------------------------------------------------------------
 
@@ -260,7 +256,7 @@ class ProcessAdapter:
                                            shared=shared, cost=wire_cost(cost), pinned=sorted(pinned))
         reply: DecisionReply = self._call(request, DECISION_REPLY, 'a consider_admission reply ({"decision": {...}})')
         if reply.decision is None:
-            self._fail("consider_admission", request.seq, "a null decision", 'a consider_admission reply ({"decision": {...}})')
+            self._fail("consider_admission", request.seq, "a null decision", 'a consider_admission reply ({"decision": {...}})', "PROTO-21")
         return decision_of(reply.decision)
 
     def record_hit(self, key: int, cost: CostSample) -> Decision | None:
@@ -290,7 +286,7 @@ class ProcessAdapter:
         expected = 'a select_probation_cap_victims reply ({"cap": {...}})'
         reply: CapRepairReply = self._call(request, CAP_REPAIR_REPLY, expected)
         if reply.cap is None:
-            self._fail("select_probation_cap_victims", request.seq, "a null cap repair", expected)
+            self._fail("select_probation_cap_victims", request.seq, "a null cap repair", expected, "PROTO-26")
         return cap_of(reply.cap)
 
     def remove(self, key: int, pinned: frozenset[int]) -> CapRepair | None:
@@ -305,13 +301,7 @@ class ProcessAdapter:
             raise KvspecError(f"{self.name}: PROTO-6: the state is asked only of a state-level implementation, and this one is {self.level!r}")
         request = BenefitStateRequest(cmd="benefit_state", seq=self._seq)
         reply: BenefitStateReply = self._call(request, BENEFIT_STATE_REPLY, 'a benefit_state reply ({"clock", "entries", "ghosts", ...})')
-        entries = tuple(
-            EntryView(e.key, e.state, e.hits, e.misses, from_double(e.rw), from_double(e.ow), e.last_observation,
-                      None if e.score is None else from_double(e.score))
-            for e in reply.entries
-        )
-        ghosts = tuple((g.key, g.hits, from_double(g.rw), from_double(g.ow), g.last_observation) for g in reply.ghosts)
-        return BenefitState(reply.clock, entries, ghosts, reply.probation_charge)
+        return state_of(reply)
 
     def close(self) -> None:
         """PROTO-13: send stop, give the process STOP_GRACE seconds to exit 0, then kill it.
@@ -338,7 +328,7 @@ class ProcessAdapter:
         self._kill()
         if problem:
             self._failed = problem
-            raise AdapterFailure(self._message("stop", seq, problem, "exit status 0"))
+            raise AdapterFailure(self._message("stop", seq, problem, "exit status 0"), "PROTO-13")
 
     def __enter__(self) -> Self:
         return self
@@ -366,39 +356,39 @@ class ProcessAdapter:
         try:
             self._write((request.model_dump_json() + "\n").encode(), deadline)
         except TimeoutError:
-            self._fail(cmd, seq, f"the process did not read its request within {self._timeout(timeout):g} s", expected)
+            self._fail(cmd, seq, f"the process did not read its request within {self._timeout(timeout):g} s", expected, timed_out=True)
         except OSError:
             self._fail(cmd, seq, self._exited("before reading its request"), expected)
         try:
             raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
-            self._fail(cmd, seq, f"no reply within {self._timeout(timeout):g} s (hung?)", expected)
+            self._fail(cmd, seq, f"no reply to {cmd} within {self._timeout(timeout):g} s (hung?)", expected, timed_out=True)
         if raw == _EOF:
             self._fail(cmd, seq, self._exited("before replying"), expected)
         if len(raw) >= MAX_LINE and not raw.endswith(b"\n"):
-            self._fail(cmd, seq, f"a reply line longer than {MAX_LINE} bytes", expected)
+            self._fail(cmd, seq, f"a reply line longer than {MAX_LINE} bytes", expected, "PROTO-1")
         try:
             text = raw.decode("utf-8")
             reply = json.loads(text)
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError both
-            self._fail(cmd, seq, f"malformed JSON reply ({error}): {_preview(raw.decode('utf-8', errors='replace'))}", expected)
+            self._fail(cmd, seq, f"malformed JSON reply ({error}): {_preview(raw.decode('utf-8', errors='replace'))}", expected, "PROTO-1")
         if not isinstance(reply, dict):
-            self._fail(cmd, seq, f"the reply is not a JSON object: {_preview(text)}", expected)
+            self._fail(cmd, seq, f"the reply is not a JSON object: {_preview(text)}", expected, "PROTO-1")
         if "error" in reply:  # PROTO-14
             try:
                 error_reply = ErrorReply.model_validate_json(text)
             except ValidationError as error:
-                self._fail(cmd, seq, f"an error reply of the wrong shape ({_summary(error)}): {_preview(text)}", expected)
-            self._fail(cmd, seq, f"the implementation replied with an error: {error_reply.error!r}", expected)
+                self._fail(cmd, seq, f"an error reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
+            self._fail(cmd, seq, f"the implementation replied with an error: {error_reply.error!r}", expected, "PROTO-14")
         reply_seq = reply.get("seq")
         if type(reply_seq) is not int:
-            self._fail(cmd, seq, f"a reply of the wrong shape (no integer seq): {_preview(text)}", expected)
+            self._fail(cmd, seq, f"a reply of the wrong shape (no integer seq): {_preview(text)}", expected, "PROTO-2")
         if reply_seq != seq:  # PROTO-2
-            self._fail(cmd, seq, f"a reply with the wrong seq {reply_seq} (expected seq {seq})", expected)
+            self._fail(cmd, seq, f"a reply with the wrong seq {reply_seq} (expected seq {seq})", expected, "PROTO-2")
         try:
             return expect.validate_json(text)  # PROTO-16
         except ValidationError as error:
-            self._fail(cmd, seq, f"a reply of the wrong shape ({_summary(error)}): {_preview(text)}", expected)
+            self._fail(cmd, seq, f"a reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
 
     def _timeout(self, timeout: float | None) -> float:
         return self.reply_timeout if timeout is None else timeout
@@ -428,12 +418,12 @@ class ProcessAdapter:
             return f"the process was killed by signal {-status} {when}"
         return f"the process exited with status {status} {when}"
 
-    def _fail(self, cmd: str, seq: int, problem: str, expected: str) -> NoReturn:
-        """PROTO-15: kill the process, then raise one line naming what went wrong."""
+    def _fail(self, cmd: str, seq: int, problem: str, expected: str, clause: str = "PROTO-15", timed_out: bool = False) -> NoReturn:
+        """PROTO-15: kill the process, then raise one line naming what went wrong and the clause it broke."""
         self._failed = problem
         self._closed = True
         self._kill()
-        raise AdapterFailure(self._message(cmd, seq, problem, expected))
+        raise AdapterFailure(self._message(cmd, seq, problem, expected), clause, timed_out)
 
     def _message(self, cmd: str, seq: int, problem: str, expected: str) -> str:
         lines = list(self._stderr)[-STDERR_SHOWN:]
@@ -453,6 +443,7 @@ class ProcessAdapter:
             except ProcessLookupError:
                 pass
             process.wait()
+        LIVE.discard(self)
         for thread in getattr(self, "_threads", []):
             thread.join(timeout=1.0)
         for stream in (process.stdout, process.stderr):

@@ -17,7 +17,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from kvspec.reference import KvspecError
-from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
+from kvspec.reference.benefit import BenefitConfig
 
 from . import load_adapter
 from .benefit import BenefitAdapter
@@ -41,10 +41,9 @@ from .protocol import (
     SnapshotRequest,
     StartRequest,
     StopRequest,
-    WireCost,
     from_double,
-    to_double,
 )
+from .wire import cap_json, cost_of, decision_json, state_json
 
 REPLAY_POLICIES = ("s3fifo", "lru", "fifo")  # what an Adapter without a ``policies`` attribute offers
 BENEFIT_REQUESTS = (ConfigureBenefitRequest, ConsiderAdmissionRequest, RecordHitRequest, RecordMissRequest, ObservePressureRequest,
@@ -119,30 +118,7 @@ def answer_benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:
     if isinstance(request, RemoveRequest):  # PROTO-27
         return {"cap": cap_json(adapter.remove(request.key, frozenset(request.pinned)))}
     assert isinstance(request, BenefitStateRequest)  # PROTO-28
-    state = adapter.benefit_state()
-    return {
-        "clock": state.clock,
-        "entries": [
-            {"key": e.key, "state": e.state, "hits": e.hits, "misses": e.misses, "rw": to_double(e.rw), "ow": to_double(e.ow),
-             "last_observation": e.last_observation, "score": None if e.score is None else to_double(e.score)}
-            for e in state.entries
-        ],
-        "ghosts": [{"key": key, "hits": hits, "rw": to_double(rw), "ow": to_double(ow), "last_observation": last}
-                   for key, hits, rw, ow, last in state.ghosts],
-        "probation_charge": state.probation_charge,
-    }
-
-
-def cost_of(wire: WireCost) -> CostSample:
-    return CostSample(from_double(wire.cold_prefill_cost), from_double(wire.restore_cost))
-
-
-def cap_json(cap: CapRepair | None) -> dict[str, Any] | None:
-    return None if cap is None else {"status": cap.status, "victims": list(cap.victims), "shortfall": cap.shortfall}
-
-
-def decision_json(decision: Decision | None) -> dict[str, Any] | None:
-    return None if decision is None else {"kind": decision.kind, "reason": decision.reason, "cap": cap_json(decision.cap)}
+    return state_json(adapter.benefit_state())
 
 
 def serve(adapter: Adapter | BenefitAdapter, stdin: IO[str], stdout: IO[str]) -> int:

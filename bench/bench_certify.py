@@ -23,7 +23,7 @@ from pathlib import Path
 if os.environ.get("KVSPEC_CONTRACTS") != "0":  # read once, at import: re-run with contracts off
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "KVSPEC_CONTRACTS": "0"})
 
-from kvspec.adapters import load_adapter  # noqa: E402
+from kvspec.adapters import Implementation  # noqa: E402
 from kvspec.conformance import benefit_mutants  # noqa: E402
 from kvspec.conformance.certify import Outcome, certify_policy  # noqa: E402
 from kvspec.conformance.mutants import FACTORIES, MUTANTS  # noqa: E402
@@ -77,12 +77,13 @@ def adapter_rows() -> list[str]:
     for label, spec in ADAPTER_KINDS.items():
         if spec.startswith("cmd:node") and shutil.which("node") is None:
             continue
-        adapter = load_adapter(spec)
+        implementation = Implementation(spec)
+        adapter = implementation.start()
         try:
-            policies = [p for p in ("s3fifo", "lru", "fifo", "benefit") if p in getattr(adapter, "policies", ("s3fifo", "lru", "fifo"))]
-            rates = {policy: certify_policy(adapter, policy, "quick").examples_per_second for policy in policies}
+            policies = [p for p in ("s3fifo", "lru", "fifo", "benefit") if p in adapter.policies]
+            rates = {policy: certify_policy(implementation, policy, "quick").examples_per_second for policy in policies}
         finally:
-            adapter.close()
+            implementation.close()
         cells = [f"{rates[p]:.1f}" if p in rates else "-" for p in ("s3fifo", "lru", "fifo", "benefit")]
         rows.append(f"| {label} | {adapter.level} | " + " | ".join(cells) + " |")
     return rows

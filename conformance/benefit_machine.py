@@ -9,12 +9,14 @@ without net benefit; pressures include NaN and the infinities; configurations go
 edge, refused ones included.
 """
 
+import sys
 from collections.abc import Callable
 from typing import no_type_check
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
+from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter, state_of
 from kvspec.adapters.interface import ConfigRefused
 from kvspec.adapters.protocol import to_double
@@ -23,8 +25,10 @@ from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 
 from .benefit_diagnosis import by_variants, cap_clauses, offer_clauses, state_clauses, victim_clauses
 from .diagnosis import Diagnosis, consistent
+from .faults import Located, Location
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
+from .machine import started
 
 KEYS = st.integers(1, 5)
 PINNED = st.frozensets(KEYS, max_size=2)
@@ -67,10 +71,12 @@ def configs() -> st.SearchStrategy[BenefitConfig]:
 
 
 class BenefitMachine(RuleBasedStateMachine):
-    """Subclassed by ``benefit_machine_for`` with the adapter under test."""
+    """Subclassed by ``benefit_machine_for`` with the implementation under test."""
 
-    adapter: BenefitAdapter
+    implementation: Implementation
+    fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     examples: int = 0
+    first_failure: Divergence | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -87,6 +93,7 @@ class BenefitMachine(RuleBasedStateMachine):
         """BEN-CONF-8: both accept the configuration, or both refuse it."""
         self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
+        self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
         try:
             self.reference = BenefitPolicy(config)
             refused_by = None
@@ -103,6 +110,18 @@ class BenefitMachine(RuleBasedStateMachine):
                                "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
         if refused_by is not None:
             self.reference = None
+
+    def where(self) -> Location:
+        """Where a fault happened: the configuration, or the operation being sent (the operations end with it)."""
+        label = f"operation {self.step}" if self.step else "the configuration"
+        return Location(label, self.step, benefit={"config": self.config_wire, "operations": list(self.operations)})
+
+    def teardown(self) -> None:
+        """Keep the run's first failure: an implementation that fails otherwise on a replay leaves
+        Hypothesis nothing else to report (PROTO-7)."""
+        failure = sys.exc_info()[1]
+        if isinstance(failure, Divergence) and type(self).first_failure is None:
+            type(self).first_failure = failure
 
     agreed_clock = 0  # the clock of the last state both agreed on (BEN-CLOCK-1 starts it at 0)
 
@@ -214,5 +233,5 @@ class BenefitMachine(RuleBasedStateMachine):
         self.agree(f"remove({key}, {set(pinned)})", lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
 
 
-def benefit_machine_for(adapter: BenefitAdapter) -> type[BenefitMachine]:
-    return type("CertifyBenefit", (BenefitMachine,), {"adapter": adapter})
+def benefit_machine_for(implementation: Implementation, fresh_each_example: bool = False) -> type[BenefitMachine]:
+    return type("CertifyBenefit", (BenefitMachine,), {"implementation": implementation, "fresh_each_example": fresh_each_example})

@@ -1,16 +1,22 @@
-"""Run the certification machine against an adapter, reproducibly from a seed."""
+"""Run the certification machine against an implementation, reproducibly from a seed."""
 
+import itertools
 import time
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.errors import Flaky
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
+from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter
-from kvspec.adapters.interface import Adapter, AdapterFailure
+from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
+from kvspec.reference import ConfigError, ReplayConfig, make_policy
+from kvspec.reference.benefit import BenefitConfig
 
 from .benefit_machine import benefit_machine_for
+from .faults import Unshrinkable, reset_difference
 from .lockstep import Divergence
 from .machine import Pins, machine_for
 
@@ -20,11 +26,13 @@ PROFILES = {
     # Certification: minutes; longer traces, more configurations.
     "thorough": settings(max_examples=2000, stateful_step_count=60),
 }
+UNSHRUNK = "(not shrunk: every replay would wait out the deadline again; the counterexample is the example as it ran)"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One shrunk failure: a Divergence, or the implementation breaking the protocol (no divergence)."""
+    """One shrunk failure: a Divergence (a Fault, when the implementation failed rather than
+    answered differently), or the implementation breaking the protocol outside any example."""
 
     message: str
     steps: str
@@ -48,14 +56,24 @@ class Outcome:
         return "\n".join(finding.message for finding in self.findings)
 
 
-def certify_policy(adapter: Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0, pins: Pins = Pins()) -> Outcome:
-    """Certify ``adapter`` on ``policy``. Each check that fails (a configuration, the hit tokens,
-    the scan's side effects, the queues, the resident count: each raises from its own line of
-    conformance/lockstep.py) is shrunk on its own, as Hypothesis does for distinct failures."""
+def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0,
+                   pins: Pins = Pins()) -> Outcome:
+    """Certify ``implementation`` on ``policy``. Each check that fails (a configuration, the hit
+    tokens, the scan's side effects, the queues, the resident count, a fault: each raises from its
+    own line) is shrunk on its own, as Hypothesis does for distinct failures.
+
+    First, one implementation is configured twice alike and sent the same requests twice
+    (PROTO-7); if it answers differently, that is a finding, and every example then gets a fresh
+    implementation so that the other findings replay. A failing example is always replayed on a
+    fresh implementation. An implementation that still fails one way and then another is a finding
+    too, never an error of kvspec's."""
+    implementation = Implementation.of(implementation)
+    reset = reset_finding(implementation, policy, pins)
+    fresh = reset is not None
     if policy == "benefit":
-        machine = seed(seed_value)(benefit_machine_for(adapter))  # type: ignore[arg-type]
+        machine = seed(seed_value)(benefit_machine_for(implementation, fresh))
     else:
-        machine = seed(seed_value)(machine_for(adapter, policy, pins))  # type: ignore[arg-type]
+        machine = seed(seed_value)(machine_for(implementation, policy, pins, fresh))
     chosen = settings(
         PROFILES[profile],
         deadline=None,
@@ -65,23 +83,76 @@ def certify_policy(adapter: Adapter | BenefitAdapter, policy: str, profile: str 
         report_multiple_bugs=True,
     )
     reported: list[str] = []
+    found: list[Finding] = [reset] if reset is not None else []
     started = time.perf_counter()
     try:
         with with_reporter(reported.append):
-            run_state_machine_as_test(machine, settings=chosen)
-    except (Divergence, AdapterFailure, ExceptionGroup) as failure:
+            run_state_machine_as_test(machine, settings=chosen)  # type: ignore[arg-type]
+    except Unshrinkable as stop:
+        found.append(finding(stop.fault, [UNSHRUNK]))
+    except Flaky:
+        found.append(nondeterministic(machine.first_failure, reported))
+    except (Divergence, ExceptionGroup) as failure:
         failures = failure.exceptions if isinstance(failure, ExceptionGroup) else (failure,)
-        if not all(isinstance(each, Divergence | AdapterFailure) for each in failures):
+        if not all(isinstance(each, Divergence) for each in failures):
             raise
-        rate = machine.examples / (time.perf_counter() - started)
-        return Outcome(policy, rate, tuple(sorted((finding(each, reported) for each in failures), key=earliest)))
-    return Outcome(policy, machine.examples / (time.perf_counter() - started))
+        found += [finding(each, reported) for each in failures]
+    rate = machine.examples / (time.perf_counter() - started)
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)))
 
 
 def finding(failure: BaseException, reported: list[str]) -> Finding:
     divergence = failure if isinstance(failure, Divergence) else None
     steps = [*getattr(failure, "__notes__", []), *reported]  # Hypothesis attaches the shrunk steps as notes
     return Finding(str(failure), "\n".join(steps), divergence)
+
+
+def nondeterministic(first: Divergence | None, reported: list[str]) -> Finding:
+    """PROTO-7: an example failed, and failed otherwise (or not at all) when replayed on a fresh
+    implementation: its answers depend on more than its configuration and requests."""
+    seen = f" ({first})" if first is not None else ""
+    message = (f"PROTO-7: the implementation is not deterministic: an example failed{seen}, and replayed on a fresh implementation "
+               "it did not fail the same way")
+    if first is None:
+        return Finding(message, "\n".join(reported), None)
+    return Finding(message, "\n".join(reported), Divergence(["PROTO-7", *first.clauses], message.split(": ", 1)[1], request=first.request,
+                                                          expected=first.expected, actual=first.actual, config=first.config,
+                                                          trace=first.trace, benefit=first.benefit))
+
+
+def reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Finding | None:
+    """PROTO-7, PROTO-20: a configure that does not reset, found by configuring twice alike. A
+    fault on the way is left for the machine to find, shrink and report."""
+    config = benefit_probe_config() if policy == "benefit" else replay_probe_config(policy, pins)
+    try:
+        difference = reset_difference(implementation.current(), config)
+    except AdapterFailure:
+        return None
+    if difference is None:
+        return None
+    clause = difference.split(":", 1)[0]
+    replay_config = config if isinstance(config, AdapterConfig) else None
+    return Finding(difference, "", Divergence([clause], difference.split(": ", 1)[1], request=0, expected="", actual="", config=replay_config,
+                                              trace=[]))
+
+
+def replay_probe_config(policy: str, pins: Pins) -> AdapterConfig:
+    """The smallest cache from 6 blocks up that the spec accepts with the pinned knobs."""
+    ratio = 0.5 if pins.small_ratio is None else pins.small_ratio
+    max_freq = 3 if pins.max_freq is None else pins.max_freq
+    for capacity in itertools.chain(range(6, 64), (2**k for k in range(6, 63))):
+        try:
+            make_policy(ReplayConfig(policy, capacity, 1, ratio, max_freq))  # type: ignore[arg-type]
+        except ConfigError:
+            continue
+        return AdapterConfig(policy, capacity, 1, ratio, max_freq)  # type: ignore[arg-type]
+    raise AssertionError(f"no capacity is valid at small_ratio {ratio}")  # Pins.check refuses such a ratio
+
+
+def benefit_probe_config() -> BenefitConfig:
+    """Small enough that the fixed operations admit, promote, evict and remember ghosts."""
+    return BenefitConfig(probation_byte_budget=20, persistence_hit_threshold=1, grace_observations=1, ghost_capacity=2,
+                         ghost_max_age_observations=5)
 
 
 def earliest(finding: Finding) -> tuple[int, int, str]:

@@ -2,15 +2,19 @@
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+from kvspec.adapters.process import kill_all
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, make_policy, replay
 from kvspec.reference.trace import TraceRecord
 
-from .certify import PROFILES, certify_policy
+from .certify import PROFILES, Finding, Outcome, certify_policy
+from .faults import Fault, Location
 from .lockstep import Divergence, Lockstep
 from .machine import Pins
 from .output import written_whole
@@ -57,6 +61,16 @@ def add_trace_and_config(command: argparse.ArgumentParser) -> None:
     command.add_argument("--output", type=Path, help="write the JSON here instead of stdout (written whole or not at all)")
 
 
+def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> None:
+    """--adapter and the deadlines it is held to (PROTO-15, PROTO-29)."""
+    command.add_argument("--adapter", required=required, help=help)
+    seconds = typed(float, "PROTO-15", "a timeout must be a number of seconds")
+    command.add_argument("--reply-timeout", type=seconds, default=REPLY_TIMEOUT,
+                         help=f"seconds the implementation has to answer a request (default {REPLY_TIMEOUT:g})")
+    command.add_argument("--start-timeout", type=seconds, default=START_TIMEOUT,
+                         help=f"seconds it has to answer start, or an in-process factory to return (default {START_TIMEOUT:g})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -69,11 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", choices=POLICIES, default="s3fifo", help="eviction policy (default: s3fifo)")
     run.add_argument("--capacity", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"), default=4096, help="cache capacity in blocks (default: 4096)")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
-    run.add_argument(
-        "--adapter",
-        help="replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep with the "
-        "reference; exit 3 at the first request on which they disagree",
-    )
+    add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
+                "with the reference; exit 3 at the first request on which they disagree, or where it fails")
     run.set_defaults(handler=run_replay)
     many = commands.add_parser(
         "sweep",
@@ -110,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="certify an implementation against the spec through an adapter",
         description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
     )
-    check.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    add_adapter(check, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
     check.add_argument("--policy", dest="policies", action="append", choices=CERTIFIABLE,
                        help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
@@ -131,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     gather.set_defaults(handler=run_fixtures_collect)
     replay_all = actions.add_parser("verify", help="replay every case through an implementation and report each failure (FIX-12)")
     replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
-    replay_all.add_argument("--adapter", required=True, help="reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
     replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
     replay_all.add_argument("--report", type=Path, help="also write every case's verdict as JSON here (written whole)")
     replay_all.set_defaults(handler=run_fixtures_verify)
@@ -185,8 +196,6 @@ def run_fixtures_collect(args: argparse.Namespace) -> None:
 
 
 def run_fixtures_verify(args: argparse.Namespace) -> int:
-    from kvspec.adapters import load_adapter
-
     from .fixture_runner import verify
     from .fixtures import bundled_corpus
 
@@ -206,19 +215,25 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
         counter[:] = [done, total]
         progress.update(f"{done:,} of {total:,} cases")
 
+    implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     try:
-        results = verify(directory, lambda: load_adapter(args.adapter), known, advance)
+        results = verify(directory, implementation, known, advance)
     finally:
         progress.close()
     if args.report is not None:
         with written_whole(args.report) as temporary:
             temporary.write_text(json.dumps([vars(r) for r in results], indent=1) + "\n", encoding="utf-8")
-    counts = {verdict: sum(r.verdict == verdict for r in results) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}
-    print(f"{args.adapter}: {len(results)} cases in {directory}: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n))
+    cases = [result for result in results if result.id != "implementation"]
+    counts = {verdict: sum(r.verdict == verdict for r in cases) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}
+    failed = any(result.verdict in ("fail", "unexpected-pass") for result in results)
+    print(f"{args.adapter}: {'DOES NOT CONFORM' if failed else 'conforms'}: {len(cases)} cases in {directory}"
+          + "".join(f", {n} {verdict}" for verdict, n in counts.items() if n))
     for result in results:
-        if result.verdict in ("fail", "unexpected-pass"):
+        if result.id == "implementation":
+            print(f"  FAIL at {result.title}: {result.detail}")
+        elif result.verdict in ("fail", "unexpected-pass"):
             print(f"  {result.verdict.upper()} {result.id} ({result.title}): {result.detail}")
-    return 3 if counts["fail"] or counts["unexpected-pass"] else 0
+    return 3 if failed else 0
 
 
 def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str) -> Iterator[tuple[int, TraceRecord]]:
@@ -268,7 +283,8 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.adapter is None:
         result = replay(records, config, path=trace.path, per_request=args.per_request)
     else:
-        outcome = replay_in_lockstep(args.adapter, records, config, trace.path, args.per_request)
+        implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
+        outcome = replay_in_lockstep(implementation, records, config, trace.path, args.per_request)
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)
             return 3
@@ -279,12 +295,10 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def replay_in_lockstep(adapter_spec: str, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
+def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
                        per_request: bool) -> ReplayResult | str:
     """The replay through an implementation, checked against the reference after every request;
-    or, at the first disagreement, what it was and on which line of the trace."""
-    from kvspec.adapters import load_adapter
-
+    or, at the first disagreement or failure (at its start and stop too), what it was and where."""
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     lines: list[int] = []
 
@@ -293,17 +307,27 @@ def replay_in_lockstep(adapter_spec: str, records: Iterator[tuple[int, TraceReco
             lines.append(line_number)
             yield line_number, record
 
-    adapter = load_adapter(adapter_spec)
+    def at(number: int) -> str:
+        return f"line {lines[number - 1]} of {path} (request {number})" if number else "the configuration"
+
+    try:
+        adapter = implementation.start()
+    except AdapterFailure as failure:
+        return f"kvspec: {implementation.spec} does not conform, at its start: {failure.clause}: {failure}"
+    name = adapter.identity.name
     try:
         lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
         lockstep.configure()
-        return replay(numbered(), config, path=path, per_request=per_request, server=lockstep)
-    except (Divergence, AdapterFailure) as failure:
-        number = failure.request if isinstance(failure, Divergence) else len(lines)
-        where = f"line {lines[number - 1]} of {path} (request {number})" if number else "the configuration"
-        return f"kvspec: {adapter.identity.name} does not conform, at {where}: {failure}"
-    finally:
-        adapter.close()
+        result = replay(numbered(), config, path=path, per_request=per_request, server=lockstep)
+    except Divergence as divergence:
+        return f"kvspec: {name} does not conform, at {at(divergence.request)}: {divergence}"
+    except AdapterFailure as failure:
+        return f"kvspec: {name} does not conform, at {at(len(lines))}: {failure.clause}: {failure}"
+    try:
+        implementation.close()
+    except AdapterFailure as failure:
+        return f"kvspec: {name} does not conform, at its stop: {failure.clause}: {failure}"
+    return result
 
 
 def run_sweep(args: argparse.Namespace) -> None:
@@ -365,37 +389,81 @@ def run_compare(args: argparse.Namespace) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
-    from kvspec.adapters import load_adapter
-
     pins = Pins(args.small_ratio, args.max_freq)
     pins.check()
-    adapter = load_adapter(args.adapter)
+    implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
+    faults: list[Finding] = []
+    outcomes: list[Outcome] = []
     try:
-        offered = getattr(adapter, "policies", POLICIES)
+        adapter: Started | None = implementation.start()
+    except AdapterFailure as failure:
+        adapter = None
+        faults.append(process_fault(failure, "its start"))
+    if adapter is not None:
+        offered = adapter.policies
         unoffered = [policy for policy in args.policies or [] if policy not in offered]
         if unoffered:  # PROTO-6
+            close_quietly(implementation)
             raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
         policies = args.policies or [p for p in CERTIFIABLE if p in offered]
-        outcomes = [certify_policy(adapter, policy, args.profile, args.seed, pins) for policy in policies]
-        if args.report is not None:
-            args.report.mkdir(parents=True, exist_ok=True)
-            write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, args.report), args.report)
-    finally:
-        adapter.close()
-    identity = adapter.identity
+        outcomes = [certify_policy(implementation, policy, args.profile, args.seed, pins) for policy in policies]
+        try:
+            implementation.close()
+        except AdapterFailure as failure:
+            faults.append(process_fault(failure, "its stop"))
+    if args.report is not None:
+        args.report.mkdir(parents=True, exist_ok=True)
+        write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report), args.report)
+    conforms = not faults and all(outcome.conforms for outcome in outcomes)
     held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value is not None)
-    print(f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}, profile {args.profile}, seed {args.seed}{held}")
+    who = args.adapter if adapter is None else f"{adapter.identity.name} {adapter.identity.version} ({adapter.identity.language})"
+    level = "" if adapter is None else f", level {adapter.level}"
+    print(f"{who}: {'conforms' if conforms else 'DOES NOT CONFORM'} (profile {args.profile}, seed {args.seed}{level}{held})")
+    for fault in faults:
+        print(f"  {fault.message}")
     for outcome in outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
         print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")
         for finding in outcome.findings:
             print(f"    {finding.message}")
-            print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in finding.steps.splitlines()))
-    return 0 if all(outcome.conforms for outcome in outcomes) else 3
+            if finding.steps:
+                print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in finding.steps.splitlines()))
+    return 0 if conforms else 3
+
+
+def process_fault(failure: AdapterFailure, when: str) -> Finding:
+    """A failure outside every example: at the implementation's start or stop (PROTO-13, PROTO-15)."""
+    fault = Fault(failure, Location(f"at {when}"))
+    return Finding(str(fault), "", fault)
+
+
+def close_quietly(implementation: Implementation) -> None:
+    """Stop the implementation when kvspec gives up for a reason of its own."""
+    try:
+        implementation.close()
+    except AdapterFailure:
+        pass
+
+
+def interrupted(signum: int, frame: object) -> None:
+    """SIGINT, SIGTERM: end every implementation's process group first (none is left running),
+    then unwind, so that no output file is left half written."""
+    kill_all()
+    raise Interrupted(128 + signum)
+
+
+class Interrupted(BaseException):
+    """kvspec was told to stop; a BaseException, so that nothing on the way mistakes it for a failure."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, interrupted)
     try:
         status = args.handler(args)
         if status:
@@ -406,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"kvspec: error: {error.filename or ''}: {error.strerror}", file=sys.stderr)
         return 1
+    except Interrupted as stop:
+        kill_all()
+        print("kvspec: interrupted", file=sys.stderr)
+        return stop.status
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure, ConfigRefused
 from kvspec.adapters.serve import answer_benefit
@@ -124,39 +125,44 @@ def same_doubles(reply: Json) -> Json:
     return json.loads(json.dumps(reply, allow_nan=False))
 
 
-def verify(directory: Path, load: Callable[[], Adapter | BenefitAdapter], known: dict[str, str],
+def verify(directory: Path, implementation: "Implementation | Callable[[], Adapter | BenefitAdapter]", known: dict[str, str],
            progress: Callable[[int, int], None] = lambda done, total: None) -> list[CaseResult]:
-    """FIX-11, FIX-12: every case of the corpus through the adapters ``load`` starts."""
+    """FIX-11, FIX-12: every case of the corpus through ``implementation`` (or the in-process
+    adapters a callable builds), a fresh one after each failure. A failure to start or to stop is
+    a result of its own, for the case id ``implementation``."""
     entries = read_manifest(directory)
     unknown = sorted(set(known) - {entry["id"] for entry in entries})
     if unknown:
         raise KvspecError(f"FIX-11: the known failures name cases the corpus does not have: {', '.join(unknown)}")
-    adapter = load()
-    offered = getattr(adapter, "policies", ("s3fifo", "lru", "fifo"))
+    if not isinstance(implementation, Implementation):
+        implementation = Implementation.in_process(implementation)
     results = []
+    for done, entry in enumerate(entries):
+        progress(done, len(entries))
+        case = read_case(directory, entry)
+        if case["kind"] not in ("replay", "benefit"):  # FIX-12: no adapter operation reads a trace or runs a comparison
+            results.append(CaseResult(case["id"], case["title"], "skip", f"a {case['kind']} case: for a trace reader or a comparison"))
+            continue
+        try:
+            adapter = implementation.current()  # FIX-12: a fresh implementation after a failure
+        except AdapterFailure as broken:
+            return [*results, CaseResult("implementation", "its start", "fail", f"{broken.clause}: {broken}")]
+        policy = case["config"]["policy"] if case["kind"] == "replay" else "benefit"
+        if policy not in adapter.policies:
+            results.append(CaseResult(case["id"], case["title"], "skip", f"the implementation does not list {policy}"))
+            continue
+        try:
+            check_replay(adapter, case) if case["kind"] == "replay" else check_benefit(adapter, case)  # type: ignore[arg-type]
+            failure = ""
+        except Mismatch as mismatch:
+            failure = str(mismatch)
+        except AdapterFailure as broken:
+            failure = f"{broken.clause}: {broken}"
+        results.append(verdict_of(case, failure, known))
     try:
-        for done, entry in enumerate(entries):
-            progress(done, len(entries))
-            case = read_case(directory, entry)
-            if case["kind"] not in ("replay", "benefit"):  # FIX-12: no adapter operation reads a trace or runs a comparison
-                results.append(CaseResult(case["id"], case["title"], "skip", f"a {case['kind']} case: for a trace reader or a comparison"))
-                continue
-            policy = case["config"]["policy"] if case["kind"] == "replay" else "benefit"
-            if policy not in offered:
-                results.append(CaseResult(case["id"], case["title"], "skip", f"the implementation does not list {policy}"))
-                continue
-            try:
-                check_replay(adapter, case) if case["kind"] == "replay" else check_benefit(adapter, case)  # type: ignore[arg-type]
-                failure = ""
-            except Mismatch as mismatch:
-                failure = str(mismatch)
-            except AdapterFailure as broken:  # FIX-12: a fresh implementation for the next case
-                failure = str(broken)
-                adapter.close()
-                adapter = load()
-            results.append(verdict_of(case, failure, known))
-    finally:
-        adapter.close()
+        implementation.close()
+    except AdapterFailure as broken:
+        results.append(CaseResult("implementation", "its stop", "fail", f"{broken.clause}: {broken}"))
     return results
 
 

@@ -7,17 +7,20 @@ drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, sma
 and 1, and configurations the spec refuses (S3-CONF-5), which the implementation must refuse too.
 """
 
+import sys
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from kvspec.adapters.interface import Adapter, AdapterConfig
+from kvspec.adapters import Implementation
+from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.reference import ConfigError
 from kvspec.reference.s3fifo import ratio_is_valid
 from kvspec.reference.validation import check_count
 
-from .lockstep import Lockstep
+from .faults import Located, Location, located
+from .lockstep import Divergence, Lockstep
 
 
 @dataclass
@@ -69,25 +72,42 @@ def config_strategy(policy: str, pins: Pins = Pins()) -> st.SearchStrategy[Adapt
 
 
 class CertificationMachine(RuleBasedStateMachine):
-    """Subclassed by ``machine_for`` with the adapter under test and the policy to certify."""
+    """Subclassed by ``machine_for`` with the implementation under test and the policy to certify."""
 
-    adapter: Adapter
+    implementation: Implementation
     policy: str
     pins: Pins = Pins()
+    fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     examples: int = 0  # how many examples (one configuration and its requests) have started
+    first_failure: Divergence | None = None
 
     def __init__(self) -> None:
         super().__init__()
         type(self).examples += 1
         self.lockstep: Lockstep | None = None
+        self.started: Lockstep | None = None  # the example's lockstep, from its configuration on
         self.conversations = Conversations()
 
     @initialize(data=st.data())
     def configure(self, data: st.DataObject) -> None:
         """Both accept the configuration, or both refuse it."""
-        lockstep = Lockstep(self.adapter, data.draw(config_strategy(self.policy, self.pins), label="config"))
+        config = data.draw(config_strategy(self.policy, self.pins), label="config")
+        self.started = lockstep = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), config)
         if lockstep.configure():
             self.lockstep = lockstep
+
+    def where(self) -> Location:
+        """Where a fault happened: the configuration, or the request being sent (the trace ends with it)."""
+        assert self.started is not None
+        n = len(self.started.trace)
+        return Location(f"request {n}" if n else "the configuration", n, self.started.config, list(self.started.trace))
+
+    def teardown(self) -> None:
+        """Keep the run's first failure: an implementation that fails otherwise on a replay leaves
+        Hypothesis nothing else to report (PROTO-7)."""
+        failure = sys.exc_info()[1]
+        if isinstance(failure, Divergence) and type(self).first_failure is None:
+            type(self).first_failure = failure
 
     @rule(
         kind=st.sampled_from(["extend", "fresh", "repeat", "branch", "scan"]),
@@ -119,6 +139,16 @@ class CertificationMachine(RuleBasedStateMachine):
         return parent[: keep % len(parent)] + self.conversations.fresh(blocks)
 
 
-def machine_for(adapter: Adapter, policy: str, pins: Pins = Pins()) -> type[CertificationMachine]:
-    """A machine class that certifies ``adapter`` on ``policy``, with ``pins`` held fixed."""
-    return type(f"Certify{policy.upper()}", (CertificationMachine,), {"adapter": adapter, "policy": policy, "pins": pins})
+def started(implementation: Implementation, fresh: bool) -> object:
+    """The implementation for the next example: the running one, unless it failed or ``fresh``
+    (PROTO-4); a failure to start is a fault at its start."""
+    try:
+        return implementation.start() if fresh else implementation.current()
+    except AdapterFailure as failure:
+        raise located(failure, Location("at its start")) from None
+
+
+def machine_for(implementation: Implementation, policy: str, pins: Pins = Pins(), fresh_each_example: bool = False) -> type[CertificationMachine]:
+    """A machine class that certifies ``implementation`` on ``policy``, with ``pins`` held fixed."""
+    return type(f"Certify{policy.upper()}", (CertificationMachine,),
+                {"implementation": implementation, "policy": policy, "pins": pins, "fresh_each_example": fresh_each_example})

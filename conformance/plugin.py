@@ -3,8 +3,9 @@
     pytest --kvspec-adapter=SPEC [--kvspec-policy=P ...] [--kvspec-profile=quick|thorough] [--kvspec-seed=N]
 
 adds one test item a policy, ``kvspec-certify[P]``, that fails with the verdict (the clause) and
-the shrunk steps when the implementation does not conform. The adapter is loaded once a session
-and closed at its end. Without --kvspec-adapter the plugin does nothing.
+the shrunk steps when the implementation does not conform, or fails at its start or stop. The
+adapter spec is resolved once a session; each item starts the implementation and stops it at its
+end. Without --kvspec-adapter the plugin does nothing.
 
 Every pytest run imports this module, before any conftest.py: it must not import kvspec.reference
 (nor kvspec.adapters or kvspec.conformance.certify, which import it) at module level, or the
@@ -21,41 +22,41 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from kvspec.adapters.interface import Adapter
+    from kvspec.adapters import Implementation
     from kvspec.conformance.certify import Outcome
 
 PROFILE_NAMES = ("quick", "thorough")  # the keys of conformance/certify.py's PROFILES (tests/test_plugin.py)
 
 
 class Session:
-    """The adapter of a pytest session: loaded on first use, closed once at the end."""
+    """The implementation of a pytest session: resolved on first use, started by each item, stopped at its end."""
 
     def __init__(self, spec: str, policies: list[str], profile: str, seed: int) -> None:
         self.spec = spec
         self.policies = policies
         self.profile = profile
         self.seed = seed
-        self._adapter: Adapter | None = None
-        self._error: str | None = None
+        self._implementation: Implementation | None = None
 
-    def adapter(self) -> Adapter:
-        if self._error is not None:
-            raise CertifyError(self._error)
-        if self._adapter is None:
-            from kvspec.adapters import load_adapter
+    def implementation(self) -> Implementation:
+        if self._implementation is None:
+            from kvspec.adapters import Implementation
             from kvspec.reference import KvspecError
 
             try:
-                self._adapter = load_adapter(self.spec)
+                self._implementation = Implementation(self.spec)
             except KvspecError as error:
-                self._error = f"kvspec: cannot load adapter {self.spec!r}: {error}"
-                raise CertifyError(self._error) from None
-        return self._adapter
+                raise CertifyError(f"kvspec: cannot load adapter {self.spec!r}: {error}") from None
+        return self._implementation
 
     def close(self) -> None:
-        if self._adapter is not None:
-            adapter, self._adapter = self._adapter, None
-            adapter.close()
+        if self._implementation is not None:
+            from kvspec.adapters.interface import AdapterFailure
+
+            try:
+                self._implementation.close()
+            except AdapterFailure:
+                pass  # each item has stopped it and reported how; only an item's failure leaves it running
 
 
 SESSION_KEY = pytest.StashKey[Session]()
@@ -131,14 +132,16 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
         return report
     policies = certification.policies
     if not policies:
+        from kvspec.adapters.interface import AdapterFailure
         from kvspec.conformance.cli import CERTIFIABLE
-        from kvspec.reference import POLICIES
 
         try:
-            adapter = certification.adapter()
+            offered = certification.implementation().current().policies
         except CertifyError as error:
             raise pytest.UsageError(str(error)) from None
-        policies = [policy for policy in CERTIFIABLE if policy in getattr(adapter, "policies", POLICIES)]
+        except AdapterFailure:
+            offered = ("start",)  # one item, which fails with how the implementation failed at its start
+        policies = [policy for policy in (*CERTIFIABLE, "start") if policy in offered]
     report.result.extend(
         CertifyItem.from_parent(collector, name=f"kvspec-certify[{policy}]", nodeid=f"kvspec-certify[{policy}]", policy=policy)
         for policy in policies
@@ -154,16 +157,27 @@ class CertifyItem(pytest.Item):
         self.policy = policy
 
     def runtest(self) -> None:
+        from kvspec.adapters.interface import AdapterFailure
         from kvspec.conformance.certify import certify_policy
 
         certification = self.config.stash[SESSION_KEY]
-        adapter = certification.adapter()
-        outcome = certify_policy(adapter, self.policy, certification.profile, certification.seed)
+        implementation = certification.implementation()
+        try:
+            adapter = implementation.current()
+        except AdapterFailure as failure:
+            raise CertifyError(f"{self.policy}: DOES NOT CONFORM\n{failure.clause}: at its start: {failure}") from None
+        if self.policy == "start":
+            return  # it started this time: the items of its policies certify it
+        outcome = certify_policy(implementation, self.policy, certification.profile, certification.seed)
         identity = adapter.identity
         header = (
             f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}, "
             f"profile {certification.profile}, seed {certification.seed}: {outcome.examples_per_second:.1f} examples/s"
         )
+        try:
+            implementation.close()
+        except AdapterFailure as failure:
+            raise CertifyError(f"{self.policy}: DOES NOT CONFORM\n{header}\n{failure.clause}: at its stop: {failure}") from None
         if not outcome.conforms:
             raise NonConformance(outcome, header)
         self.add_report_section("call", "kvspec", header)  # shown by -rP

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.adapters.benefit import BenefitAdapter
-from kvspec.adapters.interface import Adapter, AdapterConfig
+from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.reference import SPEC_VERSION
 from kvspec.reference.validation import INT64_MAX
 
@@ -82,11 +82,13 @@ class Report(BaseModel):
     spec_version: str
     adapter: str
     implementation: dict[str, str]
-    level: Literal["results", "state"]
+    level: Literal["results", "state", "unknown"] = Field(description="unknown: the implementation failed before it said")
     profile: str
     seed: int
     pins: dict[str, float | int] = Field(description="S3FIFO knobs held fixed (kvspec certify --small-ratio, --max-freq); empty: none")
     conforms: bool
+    faults: list[Failure] = Field(description="failures outside every policy's run: at the implementation's start or at its stop "
+                                  "(PROTO-13, PROTO-15, PROTO-29)")
     policies: list[PolicyVerdict]
 
 
@@ -147,8 +149,9 @@ def shown_broken(outcome: Outcome) -> tuple[str, ...]:
     return tuple(c for f in outcome.findings if f.divergence for c in f.divergence.clauses if c not in f.divergence.consistent_with)
 
 
-def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter, profile: str, seed_value: int, pins: Pins, outcomes: list[Outcome],
-                 directory: Path) -> Report:
+def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
+                 outcomes: list[Outcome], faults: list[Finding], directory: Path) -> Report:
+    """``adapter`` None: the implementation failed at its start, and ``faults`` says how."""
     verdicts = [
         PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
@@ -159,11 +162,13 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter, profile: 
         )
         for outcome in outcomes
     ]
-    identity = adapter.identity
+    identity = Identity(adapter_spec, "unknown", "unknown") if adapter is None else adapter.identity
     return Report(
         kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, adapter=adapter_spec,
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
-        level=adapter.level, profile=profile, seed=seed_value, pins={k: v for k, v in vars(pins).items() if v is not None}, conforms=all(v.conforms for v in verdicts), policies=verdicts,
+        level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
+        pins={k: v for k, v in vars(pins).items() if v is not None}, conforms=not faults and all(v.conforms for v in verdicts),
+        faults=[failure_of(adapter_spec, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
     )
 
 
@@ -179,6 +184,10 @@ def markdown(report: Report) -> str:
         held = ", ".join(f"{knob} = {value}" for knob, value in report.pins.items())
         lines.append(f"- only configurations with {held} (the rest of the configuration space was not certified)")
     lines.append("")
+    if report.faults:
+        lines += ["## The implementation failed outside the policies' runs", ""]
+    for fault in report.faults:
+        lines += ["```", fault.message, "```", ""]
     for verdict in report.policies:
         lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}", "",
                   f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]

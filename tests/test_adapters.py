@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from pydantic import ValidationError
 
-from kvspec.adapters import load_adapter
+from kvspec.adapters import Implementation, load_adapter
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Snapshot
 from kvspec.adapters.process import ProcessAdapter
 from kvspec.adapters.protocol import (
@@ -43,6 +43,7 @@ from kvspec.reference.benefit import BenefitConfig, CostSample
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
+TEST_FILES = ("test_adapters.py", "test_faults.py")  # together they name every PROTO clause
 SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
 CLAUSE_LINE = re.compile(r"^- \*\*(PROTO-\d+)\*\*", re.MULTILINE)
 
@@ -71,11 +72,12 @@ def proto_clauses() -> list[str]:
 
 def test_every_PROTO_clause_is_cited_by_the_adapters_and_named_by_a_test() -> None:
     """Like tests/test_spec.py for the other specs: ids in order, each cited in adapters/ and
-    named literally here (in a test name or a docstring), and no id cited that the spec lacks."""
+    named literally here or in tests/test_faults.py (in a test name or a docstring), and no id
+    cited that the spec lacks."""
     clauses = proto_clauses()
     assert clauses == [f"PROTO-{n}" for n in range(1, len(clauses) + 1)]
     code = set(re.findall(r"\bPROTO-\d+\b", "\n".join(p.read_text() for p in sorted((ROOT / "adapters").glob("*.py")))))
-    tests = set(re.findall(r"\bPROTO-\d+\b", Path(__file__).read_text().replace("_", "-")))
+    tests = set(re.findall(r"\bPROTO-\d+\b", "\n".join(Path(__file__).with_name(name).read_text() for name in TEST_FILES).replace("_", "-")))
     assert sorted(set(clauses) - code) == []
     assert sorted(set(clauses) - tests) == []
     assert sorted((code | tests) - set(clauses)) == []
@@ -297,19 +299,21 @@ def test_PROTO_18_adapter_specs() -> None:
         ("cmd:prog 'unclosed", "cannot be split"),
         ("python:kvspec.adapters.reference", "is not python:module:factory"),
         ("python::ReferenceAdapter", "is not python:module:factory"),
-        ("python:kvspec.no_such_module:make", "cannot import kvspec.no_such_module"),
+        ("python:kvspec.no_such_module:make", "no module named 'kvspec.no_such_module'"),
         ("python:kvspec.adapters.reference:NoSuchFactory", "no callable NoSuchFactory"),
-        ("python:kvspec.adapters.interface:Snapshot", "not an Adapter"),
+        ("cmd:/nonexistent/kvspec-implementation --flag", "program '/nonexistent/kvspec-implementation': no such file, or not executable"),
+        ("cmd:kvspec-no-such-program", "not found on PATH"),
     ],
 )
 def test_PROTO_18_a_bad_adapter_spec_is_a_kvspec_error(spec: str, message: str) -> None:
     with pytest.raises(KvspecError, match=re.escape(message)):
-        load_adapter(spec)
+        Implementation(spec)
 
 
-def test_PROTO_15_a_program_that_cannot_start_is_a_failure() -> None:
-    with pytest.raises(AdapterFailure, match="could not start"):
-        load_adapter("cmd:/nonexistent/kvspec-implementation --flag")
+def test_PROTO_18_a_factory_that_returns_no_adapter_fails_at_its_start() -> None:
+    implementation = Implementation("python:kvspec.adapters.interface:Snapshot")
+    with pytest.raises(AdapterFailure, match=re.escape("Snapshot() returned Snapshot(small=(), main=(), ghost=()) (a Snapshot), not an Adapter")):
+        implementation.start()
 
 
 # Deliberately wrong implementations (PROTO-15) ---------------------------------------------------
@@ -332,13 +336,13 @@ WRONG = [
     ("exit_after_configure", r"hit_tokens \(seq 2\): the process exited with status 0 before replying; .*last stderr: fake: leaving early"),
     (
         "hang_on_hit_tokens",
-        r"hit_tokens \(seq 2\): no reply within 2 s \(hung\?\); expected a hit_tokens reply .*last stderr: fake: thinking forever",
+        r"hit_tokens \(seq 2\): no reply to hit_tokens within 2 s \(hung\?\); expected a hit_tokens reply .*last stderr: fake: thinking forever",
     ),
     ("malformed_json", r"hit_tokens \(seq 2\): malformed JSON reply .*'\{\"seq\": 2, \"hit_tokens\":'"),
     ("wrong_seq", r"hit_tokens \(seq 2\): a reply with the wrong seq 3 \(expected seq 2\)"),
     (
         "wrong_shape",
-        r"hit_tokens \(seq 2\): a reply of the wrong shape \(hit_tokens: Input should be a valid integer; cached: Extra inputs",
+        r"hit_tokens \(seq 2\): a reply of the wrong shape \(hit_tokens: a wrong type: '0' \(a string\) where an integer is due; cached: Extra inputs",
     ),
     ("error_reply", r"access \(seq 3\): the implementation replied with an error: 'fake: out of blocks'; expected an access reply"),
     ("garbage_before_first_reply", r"start \(seq 0\): malformed JSON reply .*'fake: loading the cache...'; expected the start reply"),
@@ -370,7 +374,7 @@ def test_PROTO_18_a_python_adapter_from_a_file_path(tmp_path: Path) -> None:
     source = tmp_path / "my_cache.py"
     source.write_text("from kvspec.adapters.reference import ReferenceAdapter\n\ndef make():\n    return ReferenceAdapter()\n")
     assert type(load_adapter(f"python:{source}:make")).__name__ == "ReferenceAdapter"
-    with pytest.raises(KvspecError, match="PROTO-18: .*cannot import .*no such file"):
+    with pytest.raises(KvspecError, match="PROTO-18: .*no such file"):
         load_adapter(f"python:{tmp_path / 'missing.py'}:make")
 
 
@@ -382,7 +386,7 @@ def test_PROTO_17_the_harness_server_answers_every_benefit_operation_as_the_refe
     round trip: the benefit certification machine, with its invalid costs, NaN and infinite
     pressures, pins and refused configurations, drives the server and the reference in lockstep
     and compares every decision, victim list, cap repair and state."""
-    machine = benefit_machine_for(served)
+    machine = benefit_machine_for(Implementation.of(served))
     run_state_machine_as_test(machine, settings=settings(max_examples=40, stateful_step_count=20, deadline=None, database=None,
                                                          suppress_health_check=list(HealthCheck)))
     assert machine.examples >= 40

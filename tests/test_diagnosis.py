@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, Snapshot
 from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.lockstep import Divergence, Lockstep
@@ -257,7 +258,7 @@ def test_the_state_level_names_the_clause_a_rejected_offer_that_moves_the_clock_
 
 def benefit_divergence(implementation: object, config: BenefitConfig, *operations: tuple[str, tuple[object, ...]]) -> Divergence:
     """The first divergence of ``implementation`` on ``operations``, driven through the benefit machine's rules."""
-    machine = benefit_machine_for(implementation)()  # type: ignore[arg-type]
+    machine = benefit_machine_for(Implementation.of(implementation))()  # type: ignore[arg-type]
     machine.configure(config)
     with pytest.raises(Divergence) as raised:
         for rule, arguments in operations:

@@ -215,7 +215,8 @@ def test_FIX_12_an_implementation_that_breaks_the_protocol_fails_its_case_and_th
     failed = [r for r in results if r.verdict == "fail"]
     broke = [r for r in failed if "the process exited with status 0 before replying" in r.detail]
     assert broke and all(r.detail for r in failed)  # the rest: configurations it accepts and should refuse
-    assert len(started) == len(broke) + 1  # a fresh process after each break
+    # A fresh process for the case after each break; none after a break at the last case it runs.
+    assert len(broke) <= len(started) <= len(broke) + 1
 
 
 def test_FIX_4_every_collected_counterexample_is_a_fixture_its_implementation_fails() -> None:

@@ -1,5 +1,8 @@
 """The pytest plugin: `kvspec certify` as test items of an implementer's own suite."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from kvspec.conformance import plugin
@@ -53,13 +56,25 @@ def test_a_mutant_fails_with_the_clause_and_the_shrunk_steps(pytester: pytest.Py
     )
 
 
-def test_the_adapter_is_loaded_once_a_session_and_closed(pytester: pytest.Pytester) -> None:
+def test_each_item_starts_the_implementation_and_stops_it(pytester: pytest.Pytester) -> None:
+    """PROTO-13: an item stops the implementation it certified, so that a failure to stop is that item's."""
     pytester.makepyfile(counting=COUNTING_ADAPTER)
     result = pytester.runpytest_subprocess(
         "--kvspec-adapter=python:counting:make", "--kvspec-policy=lru", "--kvspec-policy=fifo", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=2)
-    assert (pytester.path / "adapter.log").read_text().split() == ["load", "close"]
+    assert (pytester.path / "adapter.log").read_text().split() == ["load", "close", "load", "close"]
+
+
+def test_a_failure_to_start_or_to_stop_fails_an_item(pytester: pytest.Pytester) -> None:
+    """PROTO-30: without a start there are no policies to list, so one item says how it failed."""
+    result = pytester.runpytest_subprocess("--kvspec-adapter=cmd:true", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*kvspec-certify?start? F*", "start: DOES NOT CONFORM", "PROTO-15: at its start: true: start (seq 0): *"])
+    stops_badly = f"cmd:{sys.executable} {Path(__file__).with_name('fakes') / 'faulty.py'} stop-status 1"
+    result = pytester.runpytest_subprocess(f"--kvspec-adapter={stops_badly}", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["lru: DOES NOT CONFORM", "*PROTO-13: at its stop: *the process exited with status 1 after stop*"])
 
 
 def test_without_the_option_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:

@@ -1,0 +1,88 @@
+"""Between the reference's values and the protocol's messages (spec/adapter-protocol.md section 5),
+both ways, and the words a reply of the wrong shape is reported in (PROTO-16).
+
+The protocol server (serve.py) writes replies with these; the subprocess adapter (process.py) reads
+them back; the in-process adapter (inprocess.py) does both, so that an implementation in kvspec's
+process is held to exactly the types one in another process is.
+"""
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from kvspec.reference.benefit import CapRepair, CostSample, Decision
+
+from .benefit import BenefitState, EntryView
+from .interface import described
+from .protocol import BenefitStateReply, WireCapRepair, WireCost, WireDecision, from_double, to_double
+
+
+def wire_cost(cost: CostSample) -> WireCost:
+    return WireCost(cold_prefill_cost=to_double(cost.cold_prefill_cost), restore_cost=to_double(cost.restore_cost))
+
+
+def cost_of(wire: WireCost) -> CostSample:
+    return CostSample(from_double(wire.cold_prefill_cost), from_double(wire.restore_cost))
+
+
+def cap_json(cap: CapRepair | None) -> dict[str, Any] | None:
+    return None if cap is None else {"status": cap.status, "victims": list(cap.victims), "shortfall": cap.shortfall}
+
+
+def decision_json(decision: Decision | None) -> dict[str, Any] | None:
+    return None if decision is None else {"kind": decision.kind, "reason": decision.reason, "cap": cap_json(decision.cap)}
+
+
+def state_json(state: BenefitState) -> dict[str, Any]:
+    """PROTO-28: a state as the benefit_state reply carries it, without its seq."""
+    return {
+        "clock": state.clock,
+        "entries": [
+            {"key": e.key, "state": e.state, "hits": e.hits, "misses": e.misses, "rw": to_double(e.rw), "ow": to_double(e.ow),
+             "last_observation": e.last_observation, "score": None if e.score is None else to_double(e.score)}
+            for e in state.entries
+        ],
+        "ghosts": [{"key": key, "hits": hits, "rw": to_double(rw), "ow": to_double(ow), "last_observation": last}
+                   for key, hits, rw, ow, last in state.ghosts],
+        "probation_charge": state.probation_charge,
+    }
+
+
+def cap_of(wire: WireCapRepair) -> CapRepair:
+    return CapRepair(wire.status, tuple(wire.victims), wire.shortfall)
+
+
+def decision_of(wire: WireDecision) -> Decision:
+    return Decision(wire.kind, wire.reason, None if wire.cap is None else cap_of(wire.cap))
+
+
+def state_of(reply: BenefitStateReply) -> BenefitState:
+    entries = tuple(
+        EntryView(e.key, e.state, e.hits, e.misses, from_double(e.rw), from_double(e.ow), e.last_observation,
+                  None if e.score is None else from_double(e.score))
+        for e in reply.entries
+    )
+    ghosts = tuple((g.key, g.hits, from_double(g.rw), from_double(g.ow), g.last_observation) for g in reply.ghosts)
+    return BenefitState(reply.clock, entries, ghosts, reply.probation_charge)
+
+
+def summary(error: ValidationError) -> str:
+    """A reply's first problems, each on its field, a wrong type named as such (PROTO-16)."""
+    parts = [problem(e) for e in error.errors()[:3]]
+    more = error.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def problem(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "<reply>"
+    due = DUE.get(error["type"])
+    if due is not None:
+        return f"{where}: a wrong type: {described(error['input'])} where {due} is due"
+    if error["type"] in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"{where}: {error['input']!r} is out of range ({error['msg'].lower()})"
+    return f"{where}: {error['msg']}"
+
+
+# pydantic's error types for a value of the wrong type, and what was due instead.
+DUE = {"int_type": "an integer", "string_type": "a string", "bool_type": "a boolean", "float_type": "a number", "list_type": "an array",
+       "tuple_type": "an array", "dict_type": "an object", "model_type": "an object", "int_from_float": "an integer"}
