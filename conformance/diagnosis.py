@@ -16,6 +16,8 @@ be seen. The evidence, strongest first:
 4. At the results level, the implementation's own prefix scan is asked, block by block, which
    blocks it holds (the scan changes nothing, REPLAY-PREFIX-3): a hit-token difference is read
    against those blocks, not against the reference's.
+5. A valid configuration the implementation refuses: it is asked to configure a typical cache
+   with one knob of that configuration at a time, and the knob it refuses names the clause.
 
 Clauses are the policy's own: an LRU or FIFO difference never cites an S3 clause.
 """
