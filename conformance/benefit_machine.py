@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters import Implementation
-from kvspec.adapters.benefit import BenefitAdapter, BenefitState, state_of
+from kvspec.adapters.benefit import BenefitAdapter, state_of
 from kvspec.adapters.interface import ConfigRefused
 from kvspec.adapters.protocol import to_double
 from kvspec.reference import ConfigError
-from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
-from kvspec.reference.benefit.selection import physical_release
+from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 
+from .benefit_diagnosis import by_variants, cap_clauses, offer_clauses, state_clauses, victim_clauses
+from .diagnosis import Diagnosis, consistent
 from .faults import Located, Location
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
@@ -83,9 +84,9 @@ class BenefitMachine(RuleBasedStateMachine):
         self.reference: BenefitPolicy | None = None
         self.step = 0
 
-    def diverge(self, clauses: list[str], detail: str, expected: object, actual: object) -> Divergence:
+    def diverge(self, clauses: list[str], detail: str, expected: object, actual: object, consistent_with: tuple[str, ...] = ()) -> Divergence:
         return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[],
-                          benefit={"config": self.config_wire, "operations": list(self.operations)})
+                          benefit={"config": self.config_wire, "operations": list(self.operations)}, consistent_with=consistent_with)
 
     @initialize(config=configs())
     def configure(self, config: BenefitConfig) -> None:
@@ -122,16 +123,27 @@ class BenefitMachine(RuleBasedStateMachine):
         if isinstance(failure, Divergence) and type(self).first_failure is None:
             type(self).first_failure = failure
 
-    def agree(self, operation: str, clauses: Callable[[], list[str]], expected: object, actual: object) -> None:
+    agreed_clock = 0  # the clock of the last state both agreed on (BEN-CLOCK-1 starts it at 0)
+
+    def agree(self, operation: str, clauses: Callable[[], list[str] | Diagnosis], expected: object, actual: object) -> None:
         """The results of one operation, then (state level) the whole state, must agree; ``clauses``
         diagnoses a difference in the results, and runs only when there is one."""
+        state_level = self.adapter.level == "state"
         if expected != actual:
-            raise self.diverge(clauses(), f"{operation}: expected {expected!r}, got {actual!r}", expected, actual)
-        if self.adapter.level == "state":
+            found = clauses()
+            diagnosis = found if isinstance(found, Diagnosis) else consistent(*found)
+            diagnosis = by_variants(diagnosis, self.config_wire, self.operations, actual, state_level)
+            raise self.diverge(diagnosis.clauses, f"{operation}: expected {expected!r}, got {actual!r}{diagnosis.evidence}", expected, actual,
+                               diagnosis.consistent_with)
+        if state_level:
             assert self.reference is not None
             want, got = state_of(self.reference), self.adapter.benefit_state()
             if want != got:
-                raise self.diverge(state_clauses(operation, want, got), f"after {operation}: expected {want}, got {got}", want, got)
+                diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
+                diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, state_level, of_state=True)
+                raise self.diverge(diagnosis.clauses, f"after {operation}: expected {want}, got {got}{diagnosis.evidence}", want, got,
+                                   diagnosis.consistent_with)
+            self.agreed_clock = want.clock
 
     @rule(key=KEYS, exclusive=st.sampled_from([0, 1, 3, 8, 10, 16]), shared=shared_segments(), cost=COSTS, pinned=PINNED)
     def offer(self, key: int, exclusive: int, shared: list[tuple[int, int]], cost: CostSample, pinned: frozenset[int]) -> None:
@@ -219,44 +231,6 @@ class BenefitMachine(RuleBasedStateMachine):
         expected = None if removed is None else removed[1]
         actual = self.adapter.remove(key, pinned)
         self.agree(f"remove({key}, {set(pinned)})", lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
-
-
-def offer_clauses(expected: Decision, actual: Decision) -> list[str]:
-    """The same decision and reason with another cap repair points at the cap; otherwise at admission."""
-    if expected[:2] == actual[:2]:
-        return ["BEN-CAP-1", "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-LEDGER-5"]
-    return ["BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6"]
-
-
-def cap_clauses(actual: CapRepair, pinned: frozenset[int]) -> list[str]:
-    if set(actual.victims) & pinned:
-        return ["BEN-CAP-5"]
-    return ["BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-LEDGER-5", "BEN-ARITH-3"]
-
-
-def victim_clauses(reference: BenefitPolicy, expected: Victims, actual: Victims, pinned: frozenset[int]) -> list[str]:
-    """The clause a victim list that differs points at first."""
-    keys, want_keys = actual.keys, expected.keys
-    if set(keys) & pinned:
-        return ["BEN-VICTIM-5"]
-    if set(keys) <= set(reference.entries) and actual.freed != physical_release(reference.entries, reference.ledger, keys):
-        return ["BEN-VICTIM-4"]  # not the bytes these victims would release
-    if sorted(keys) == sorted(want_keys):
-        return ["BEN-VICTIM-2"]  # the same victims in another order
-    if set(want_keys) < set(keys) or set(keys) < set(want_keys):
-        return ["BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-GRACE-2"]  # stopped too early or too late
-    return ["BEN-VICTIM-2", "BEN-VICTIM-3", "BEN-GRACE-1"]
-
-
-def state_clauses(operation: str, expected: BenefitState, actual: BenefitState) -> list[str]:
-    """The clause a state that differs points at first."""
-    if expected.clock != actual.clock:
-        return ["BEN-ADMIT-2", "BEN-CLOCK-2"] if operation.startswith("consider_admission") else ["BEN-CLOCK-3", "BEN-CLOCK-4"]
-    if expected.ghosts != actual.ghosts:
-        return ["BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4"]
-    if expected.probation_charge != actual.probation_charge:
-        return ["BEN-LEDGER-5", "BEN-ARITH-3"]
-    return ["BEN-SCORE-4", "BEN-HIT-1", "BEN-MISS-1", "BEN-DECAY-2", "BEN-ADMIT-5"]
 
 
 def benefit_machine_for(implementation: Implementation, fresh_each_example: bool = False) -> type[BenefitMachine]:

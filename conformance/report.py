@@ -22,17 +22,18 @@ from .output import written_whole
 # The clauses the certification machine checks (conformance/lockstep.py and diagnosis.py cite
 # each where a divergence names it); a policy's verdict covers the REPLAY clauses and its own.
 CHECKED_CLAUSES = (
-    "REPLAY-CONF-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3", "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-ACCESS-1",
-    "REPLAY-RESULT-4", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-QUEUE-3", "S3-FREQ-2", "S3-ACCESS-1", "S3-ACCESS-2",
-    "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-S-4", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
-    "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-ACCESS-1", "LRU-EVICT-1",
-    "LRU-ADMIT-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
-    # conformance/benefit_machine.py
-    "BEN-CONF-8", "BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-CLOCK-2", "BEN-CLOCK-3",
-    "BEN-CLOCK-4", "BEN-HIT-1", "BEN-HIT-2", "BEN-MISS-1", "BEN-GRACE-1", "BEN-GRACE-2", "BEN-DECAY-1", "BEN-DECAY-2",
-    "BEN-DECAY-3", "BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4", "BEN-SCORE-4", "BEN-LEDGER-5", "BEN-ARITH-3", "BEN-CAP-1",
-    "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-CAP-5", "BEN-VICTIM-2", "BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-VICTIM-5",
-    "BEN-REMOVE-1",
+    "REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3", "REPLAY-QUEUE-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3",
+    "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-ACCESS-1", "REPLAY-RESULT-4", "S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4",
+    "S3-CONF-5", "S3-CONF-6", "S3-QUEUE-2", "S3-QUEUE-3", "S3-FREQ-1", "S3-FREQ-2", "S3-INV-1", "S3-INV-2", "S3-INV-3", "S3-ACCESS-1",
+    "S3-ACCESS-2", "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-S-4", "S3-ADMIT-M-1",
+    "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-CAP-1", "LRU-ACCESS-1",
+    "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-CAP-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
+    # conformance/benefit_machine.py and benefit_diagnosis.py
+    "BEN-CONF-8", "BEN-ENTRY-1", "BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-ADMIT-7",
+    "BEN-CLOCK-1", "BEN-CLOCK-2", "BEN-CLOCK-3", "BEN-CLOCK-4", "BEN-GHOST-3", "BEN-LEDGER-3", "BEN-HIT-1", "BEN-HIT-2", "BEN-MISS-1",
+    "BEN-GRACE-1", "BEN-GRACE-2", "BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3", "BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4",
+    "BEN-SCORE-4", "BEN-LEDGER-5", "BEN-ARITH-3", "BEN-CAP-1", "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-CAP-5", "BEN-VICTIM-2",
+    "BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-VICTIM-5", "BEN-REMOVE-1",
 )
 Verdict = Literal["pass", "fail", "inconclusive"]
 OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-", "benefit": "BEN-"}
@@ -44,8 +45,12 @@ class Failure(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     clauses: list[str]
+    consistent_with: list[str] = Field(default_factory=list, description="those of clauses that the evidence is only consistent with: a "
+                                       "break of each would explain the difference, and the implementation's own state does not single one "
+                                       "out (at the results level it is not visible); the others are shown broken on that state")
     message: str
-    request: int = Field(ge=0, le=INT64_MAX, description="1-based request number; 0 means the configuration itself")
+    request: int = Field(ge=0, le=INT64_MAX, description="1-based request number (for the benefit policy, operation number); 0 means the "
+                         "configuration itself")
     expected: str
     actual: str
     config: dict[str, str | int | float] | None
@@ -63,8 +68,9 @@ class PolicyVerdict(BaseModel):
     conforms: bool
     examples_per_second: float
     clauses: dict[str, Verdict] = Field(
-        description="pass: the run found no counterexample; fail: a finding names the clause; inconclusive: the run failed "
-        "elsewhere, and a divergence stops every trace it is on, so the clause was neither shown broken nor checked throughout"
+        description="pass: the run found no counterexample; fail: a finding shows the clause broken; inconclusive: the run failed "
+        "elsewhere, or a finding is only consistent with the clause's break, and a divergence stops every trace it is on, so the clause "
+        "was neither shown broken nor checked throughout"
     )
     failures: list[Failure] = Field(description="one shrunk counterexample for each check that failed, the earliest first")
 
@@ -129,9 +135,18 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
         with written_whole(path) as temporary:
             temporary.write_text(trace_lines(divergence.trace))
         trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
-    return Failure(clauses=list(divergence.clauses), message=finding.message, request=divergence.request, expected=divergence.expected,
-                   actual=divergence.actual, config=None if divergence.config is None else dict(vars(divergence.config)),
+    if divergence.benefit is not None:
+        config = dict(divergence.benefit["config"])
+    else:
+        config = None if divergence.config is None else dict(vars(divergence.config))
+    return Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
+                   request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
                    trace_file=trace_file, replay_command=command, steps=finding.steps)
+
+
+def shown_broken(outcome: Outcome) -> tuple[str, ...]:
+    """The clauses a finding shows broken; one only consistent with a difference stays inconclusive."""
+    return tuple(c for f in outcome.findings if f.divergence for c in f.divergence.clauses if c not in f.divergence.consistent_with)
 
 
 def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
@@ -142,7 +157,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
             policy=outcome.policy,  # type: ignore[arg-type]
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
-            clauses=clauses_for(outcome.policy, outcome.conforms, tuple(c for f in outcome.findings if f.divergence for c in f.divergence.clauses)),
+            clauses=clauses_for(outcome.policy, outcome.conforms, shown_broken(outcome)),
             failures=[failure_of(adapter_spec, outcome.policy, n, f, directory) for n, f in enumerate(outcome.findings, start=1)],
         )
         for outcome in outcomes
@@ -178,15 +193,27 @@ def markdown(report: Report) -> str:
                   f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]
         lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
         for number, failure in enumerate(verdict.failures, start=1):
-            lines += ["", f"### Divergence {number}", "", f"- clauses: {', '.join(failure.clauses) or '(none: the implementation broke the protocol)'}"]
+            lines += ["", f"### Divergence {number}", "", f"- clauses: {clause_line(failure)}"]
             if failure.clauses:
-                lines += [f"- at: {'the configuration' if failure.request == 0 else f'request {failure.request}'}",
+                step = "operation" if verdict.policy == "benefit" else "request"
+                lines += [f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}",
                           f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`", f"- configuration: `{failure.config}`"]
             if failure.trace_file:
                 lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
             lines += ["", "```", failure.message, "", failure.steps, "```"]
         lines.append("")
     return "\n".join(lines)
+
+
+def clause_line(failure: Failure) -> str:
+    """The clauses shown broken, then those the difference is only consistent with."""
+    if not failure.clauses:
+        return "(none: the implementation broke the protocol)"
+    shown = [c for c in failure.clauses if c not in failure.consistent_with]
+    line = ", ".join(shown)
+    if failure.consistent_with:
+        line += f"{'; ' if shown else ''}consistent with {' or '.join(failure.consistent_with)}"
+    return line
 
 
 def write_report(report: Report, directory: Path) -> None:

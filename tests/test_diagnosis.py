@@ -1,0 +1,297 @@
+"""conformance/diagnosis.py and benefit_diagnosis.py: the diagnosis names the clause that was broken.
+
+Each test drives a hand-made wrong implementation (tests/handmade/), whose mistake is known and is
+not one of the mutant galleries', through the lockstep or through `kvspec certify`, and checks
+what the verdict leads with: a broken invariant of the implementation's own state first; a clause
+only where its broken rule explains the symptom on that state; "consistent with" where more than
+one rule would, or where the state is not visible (the results level); the policy's own clauses.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvspec.adapters import Implementation
+from kvspec.adapters.interface import AdapterConfig, Snapshot
+from kvspec.conformance.certify import certify_policy
+from kvspec.conformance.lockstep import Divergence, Lockstep
+from kvspec.conformance.mutants import CanonicalS3FIFO
+from kvspec.conformance.benefit_machine import benefit_machine_for
+from kvspec.reference.benefit import BenefitConfig, CostSample
+
+from support import certify_report
+
+HANDMADE = Path(__file__).resolve().parent / "handmade"
+sys.path.insert(0, str(HANDMADE))
+
+import benefit_mistakes  # noqa: E402
+import replay_mistakes as mistakes  # noqa: E402
+
+
+def divergence(implementation: CanonicalS3FIFO, config: AdapterConfig, *requests: list[int]) -> Divergence:
+    """The first divergence of ``implementation`` on ``requests`` (one-token blocks)."""
+    lockstep = Lockstep(implementation, config)
+    with pytest.raises(Divergence) as raised:
+        lockstep.configure()
+        for hash_ids in requests:
+            lockstep.request(hash_ids, len(hash_ids) * config.block_size)
+    return raised.value
+
+
+def results(cls: type[CanonicalS3FIFO]) -> CanonicalS3FIFO:
+    return mistakes.results_level(cls)()
+
+
+def s3fifo(capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> AdapterConfig:
+    return AdapterConfig("s3fifo", capacity, 1, small_ratio, max_freq)
+
+
+def shown(found: Divergence) -> list[str]:
+    """The clauses the divergence shows broken (not only consistent with)."""
+    return [c for c in found.clauses if c not in found.consistent_with]
+
+
+# -- the message and the report ------------------------------------------------------------------
+
+
+def test_a_divergence_says_which_clauses_are_shown_broken_and_which_are_only_consistent() -> None:
+    both = Divergence(["S3-INV-1", "S3-CONF-2"], "detail", request=1, expected=0, actual=1, config=None, trace=[], consistent_with=("S3-CONF-2",))
+    assert str(both) == "S3-INV-1, S3-CONF-2: S3-INV-1 broken, consistent with S3-CONF-2; detail"
+    either = Divergence(["S3-CONF-2", "S3-CONF-5"], "detail", request=0, expected=0, actual=1, config=None, trace=[],
+                        consistent_with=("S3-CONF-2", "S3-CONF-5"))
+    assert str(either) == "S3-CONF-2, S3-CONF-5: consistent with either; detail"
+    assert str(Divergence(["REPLAY-HIT-1"], "detail", request=1, expected=0, actual=1, config=None, trace=[])) == "REPLAY-HIT-1: detail"
+
+
+# -- configurations --------------------------------------------------------------------------------
+
+
+def test_refusing_max_freq_0_breaks_s3_conf_6() -> None:
+    """Findings F-3 makes max_freq 0 valid; the implementation accepts the same cache at max_freq 3."""
+    found = divergence(mistakes.RefusesMaxFreq0(), s3fifo(10, 0.1, 0))
+    assert (found.clauses, found.consistent_with) == (("S3-CONF-6",), ())
+
+
+def test_rounding_small_cap_half_up_leads_with_s3_conf_2_where_the_spec_refuses() -> None:
+    """round(5 × 0.1) = round(0.5) = 0: refused (S3-CONF-5); half-up gives 1, and the implementation
+    accepts. Its small_cap is not visible: consistent with S3-CONF-2 or S3-CONF-5, the rounding first."""
+    found = divergence(mistakes.HalfUpSmallCap(), s3fifo(5))
+    assert found.clauses == ("S3-CONF-2", "S3-CONF-5") and found.consistent_with == found.clauses
+
+
+class SmallCapAtLeast1(CanonicalS3FIFO):
+    """Gives S at least one entry, whatever the ratio: breaks S3-CONF-2."""
+
+    def small_cap_for(self, capacity: int, small_ratio: float) -> int:
+        return max(1, round(capacity * small_ratio))
+
+
+def test_accepting_small_ratio_0_is_consistent_with_a_missing_check_or_another_small_cap() -> None:
+    """10 × 0.0 = 0 under any rounding: S3-CONF-5 first; a small_cap moved off 0 (S3-CONF-2) would
+    explain it too, and the implementation's small_cap is not visible."""
+    found = divergence(SmallCapAtLeast1(), s3fifo(10, 0.0))
+    assert found.clauses == ("S3-CONF-5", "S3-CONF-2") and found.consistent_with == found.clauses
+
+
+# -- the implementation's own queues against the invariants ---------------------------------------
+
+
+def test_rounding_small_cap_half_up_shows_as_a_small_queue_above_its_size() -> None:
+    """round(25 × 0.1) = round(2.5) = 2; half-up keeps a third entry in S."""
+    found = divergence(mistakes.HalfUpSmallCap(), s3fifo(25), [1], [2], [3])
+    assert shown(found) == ["S3-INV-1"] and {"S3-CONF-2", "S3-ADMIT-S-1"} <= set(found.consistent_with)
+
+
+def test_a_small_queue_above_its_size_leads_with_s3_inv_1() -> None:
+    found = divergence(mistakes.SmallAboveItsSize(), s3fifo(10), [1, 2])
+    assert shown(found) == ["S3-INV-1"] and "S holds 2 entries, above its size 1" in str(found)
+
+
+def test_a_ghost_above_its_size_leads_with_s3_inv_3() -> None:
+    """capacity 4 at 0.25: main_cap = ghost_cap = 3; four fresh blocks through S fill G past 3."""
+    found = divergence(mistakes.GhostAboveItsSize(), s3fifo(4, 0.25), [1, 2, 3, 4, 5])
+    assert shown(found) == ["S3-INV-3"] and {"S3-GHOST-2", "S3-CONF-4"} <= set(found.consistent_with)
+
+
+def test_a_ghost_of_nine_tenths_of_the_capacity_is_a_ghost_above_its_size_or_a_ghost_cut_short() -> None:
+    """At 0.5 the ghost holds main_cap = 5 of 10 blocks, and 0.9 × 10 = 9 overflows it (S3-INV-3);
+    at 0.01 it holds 99 of 100, and 90 forgets too soon (S3-CONF-4, consistent with S3-GHOST-2)."""
+    above = divergence(mistakes.GhostNineTenths(), s3fifo(10, 0.5), list(range(1, 12)))
+    assert shown(above) == ["S3-INV-3"] and "S3-CONF-4" in above.consistent_with
+    short = divergence(mistakes.GhostNineTenths(), s3fifo(100, 0.01), list(range(1, 100)))
+    assert short.clauses == ("S3-CONF-4", "S3-GHOST-2") and short.consistent_with == short.clauses
+
+
+def test_a_hash_in_main_and_in_the_ghost_leads_with_s3_queue_2() -> None:
+    """capacity 2 at 0.5: 1 goes S -> G, then its ghost hit admits it to M and leaves it in G."""
+    found = divergence(mistakes.GhostHitKeepsGhost(), s3fifo(2, 0.5), [1, 2], [1])
+    assert shown(found) == ["S3-QUEUE-2"] and "S3-ACCESS-3" in found.consistent_with
+
+
+class NoneFreq(CanonicalS3FIFO):
+    """Reports a freq of None for every block of S."""
+
+    def snapshot(self) -> Snapshot:
+        state = super().snapshot()
+        return Snapshot(tuple((h, None) for h, _ in state.small), state.main, state.ghost)  # type: ignore[misc]
+
+
+def test_a_freq_that_is_not_an_integer_breaks_s3_freq_1_and_does_not_crash_the_diagnosis() -> None:
+    found = divergence(NoneFreq(), s3fifo(10), [1])
+    assert shown(found) == ["S3-FREQ-1"] and "freq None of 1" in str(found)
+
+
+# -- the rule the spec applied, read on the implementation's own queues ----------------------------
+
+
+def test_admitting_new_keys_to_main_until_the_cache_is_full_breaks_s3_access_4() -> None:
+    found = divergence(mistakes.NewKeysToMainUntilFull(), s3fifo(10), [1])
+    assert (found.clauses, found.consistent_with) == (("S3-ACCESS-4",), ())
+
+
+def test_a_promotion_threshold_of_2_breaks_s3_admit_s_2() -> None:
+    """capacity 2 at 0.5: 1 is hit once (freq 1); the next new block pops it from S, to M by the spec."""
+    found = divergence(mistakes.PromotionThreshold2(), s3fifo(2, 0.5), [1], [1], [2])
+    assert (found.clauses, found.consistent_with) == (("S3-ADMIT-S-2",), ())
+
+
+class GhostAtHead(CanonicalS3FIFO):
+    """Inserts into G at the head, and forgets from the head: breaks S3-GHOST-3."""
+
+    def insert_to_ghost(self, h: int) -> None:
+        super().insert_to_ghost(h)
+        self.ghost.move_to_end(h, last=False)
+
+
+def test_a_ghost_in_another_order_never_leads_with_the_unreachable_s3_ghost_1() -> None:
+    """Two blocks through S into G, in the opposite order: S3-GHOST-3 leads, and S3-GHOST-1 (which
+    findings F-10 shows unreachable) is not cited."""
+    found = divergence(GhostAtHead(), s3fifo(10), [1, 2, 3])
+    assert found.clauses[0] == "S3-GHOST-3" and "S3-GHOST-1" not in found.clauses and found.consistent_with == found.clauses
+
+
+# -- resident counts: never the ghost by coincidence, and each policy's own clause -----------------
+
+
+@pytest.mark.parametrize(("cls", "config", "requests"), [
+    (mistakes.NewKeysToMainUntilFull, s3fifo(10), [[1, 2, 3]]),
+    (mistakes.HalfUpSmallCap, s3fifo(25), [[1, 2, 3]]),
+    (mistakes.GhostNineTenths, s3fifo(4, 0.5), [[11, 7, 5], [1, 3, 11, 7, 4]]),
+    (mistakes.SmallAboveItsSize, s3fifo(10), [[1, 2]]),
+])
+def test_a_resident_count_off_by_the_ghosts_size_is_not_the_ghost_counted(cls: type[CanonicalS3FIFO], config: AdapterConfig,
+                                                                        requests: list[list[int]]) -> None:
+    """At the results level each gives a resident count that is the spec's plus the spec's ghost;
+    none counts its ghost (its own scan finds as many blocks resident as it counts), so the verdict
+    never leads with S3-FINAL-1, and is only consistent with what it lists."""
+    found = divergence(results(cls), config, *requests)
+    assert "resident blocks" in str(found) and found.clauses[0] != "S3-FINAL-1" and "S3-FINAL-1" not in found.clauses
+    assert found.consistent_with == found.clauses
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+@pytest.mark.parametrize("level", ["state", "results"])
+def test_a_resident_count_off_by_one_breaks_the_policys_own_cap_clause(policy: str, level: str) -> None:
+    implementation = mistakes.CountOffByOne() if level == "state" else results(mistakes.CountOffByOne)
+    found = divergence(implementation, AdapterConfig(policy, 3, 1), [1])
+    assert found.clauses == (f"{policy.upper()}-CAP-1",)
+    assert found.consistent_with == (() if level == "state" else found.clauses)  # at the results level its queue is not visible
+
+
+def test_an_lru_queue_that_holds_a_hash_twice_breaks_replay_queue_1() -> None:
+    found = divergence(mistakes.HitAppendsAgain(), AdapterConfig("lru", 3, 1), [1, 2, 1])
+    assert found.clauses == ("REPLAY-QUEUE-1",) and "main holds a hash twice" in str(found)
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+def test_an_lru_or_fifo_certification_never_cites_an_s3_clause(policy: str) -> None:
+    for implementation in (mistakes.CountOffByOne(), results(mistakes.CountOffByOne), mistakes.HitAppendsAgain(),
+                           results(mistakes.HitAppendsAgain)):
+        for finding in certify_policy(implementation, policy).findings:
+            assert finding.divergence is not None
+            assert all(c.startswith(("REPLAY-", f"{policy.upper()}-")) for c in finding.divergence.clauses), finding.message
+
+
+# -- the results level: read against the implementation's own blocks, not the reference's ----------
+
+
+def test_a_correct_prefix_scan_on_other_blocks_is_not_a_set_intersection() -> None:
+    """The promotion-threshold-2 implementation, seen only through its results: by request 3 it
+    holds other blocks than the spec (an eviction difference), and its longest-prefix scan of [5, 7]
+    finds 1 block. The set intersection of [5, 7] with the spec's blocks also gives 1, which is how
+    the diagnosis once read it (REPLAY-PREFIX-2); its own scan, asked block by block, says it holds
+    [2, 5, 6], and 1 is the right answer for those."""
+    found = divergence(results(mistakes.PromotionThreshold2), s3fifo(3, 0.5, 1), [5, 7], [7, 6, 5, 2], [5, 7])
+    assert "hit tokens" in str(found) and "REPLAY-PREFIX-2" not in found.clauses
+    assert found.consistent_with == found.clauses and "its own scan finds [2, 5, 6] resident" in str(found)
+
+
+# -- the benefit policy ------------------------------------------------------------------------------
+
+
+def test_a_benefit_clock_that_advances_on_a_rejected_offer_is_found_at_the_results_level(tmp_path: Path) -> None:
+    """Findings F-15, certified at the results level: the clock is not visible, and the first result
+    that differs is a victim (its grace window ended early). The variant of the spec with BEN-ADMIT-2
+    broken gives every answer the implementation gave; the report shows the configuration and
+    numbers operations, not requests."""
+    status, report = certify_report(f"python:{HANDMADE / 'benefit_mistakes.py'}:clock_on_rejection", "benefit", tmp_path)
+    (verdict,) = report.policies
+    assert status == 3 and report.level == "results"
+    first = verdict.failures[0]
+    assert first.clauses[0] == "BEN-ADMIT-2" and first.consistent_with == first.clauses, first.message
+    assert not {"BEN-VICTIM-2", "BEN-VICTIM-3", "BEN-GRACE-1"} & set(first.clauses)
+    assert verdict.clauses["BEN-ADMIT-2"] == "inconclusive"  # consistent with, not shown broken
+    assert first.config is not None and set(first.config) == set(vars(BenefitConfig()))
+    markdown = (tmp_path / "report.md").read_text()
+    assert f"- at: operation {first.request}" in markdown and "- configuration: `None`" not in markdown
+    assert "- clauses: consistent with BEN-ADMIT-2" in markdown
+
+
+def test_the_state_level_names_the_clause_a_rejected_offer_that_moves_the_clock_breaks() -> None:
+    implementation = benefit_mistakes.ClockOnRejection()
+    implementation.level = "state"
+    (finding,) = certify_policy(implementation, "benefit").findings
+    assert finding.divergence is not None and finding.divergence.clauses[0] == "BEN-ADMIT-2"
+    assert finding.divergence.consistent_with == () and "on a rejected offer" in finding.message
+
+
+def benefit_divergence(implementation: object, config: BenefitConfig, *operations: tuple[str, tuple[object, ...]]) -> Divergence:
+    """The first divergence of ``implementation`` on ``operations``, driven through the benefit machine's rules."""
+    machine = benefit_machine_for(Implementation.of(implementation))()  # type: ignore[arg-type]
+    machine.configure(config)
+    with pytest.raises(Divergence) as raised:
+        for rule, arguments in operations:
+            getattr(machine, rule)(*arguments)
+    return raised.value
+
+
+COST = CostSample(100.0, 30.0)
+
+
+def test_more_ghosts_than_ghost_capacity_leads_with_ben_ghost_3() -> None:
+    found = benefit_divergence(benefit_mistakes.GhostsPastCapacity(), BenefitConfig(ghost_capacity=1),
+                               ("offer", (1, 1, [], COST, frozenset())), ("offer", (2, 1, [], COST, frozenset())),
+                               ("remove", (1, frozenset())), ("remove", (2, frozenset())))
+    assert found.clauses[0] == "BEN-GHOST-3" and found.consistent_with == () and "2 ghosts, above ghost_capacity 1" in str(found)
+
+
+def test_a_clock_that_jumps_leads_with_ben_clock_1() -> None:
+    found = benefit_divergence(benefit_mistakes.MissCountsTwice(), BenefitConfig(), ("miss", (1,)))
+    assert found.clauses[0] == "BEN-CLOCK-1" and found.consistent_with == () and "the clock went from 0 to 2" in str(found)
+
+
+# -- end to end ----------------------------------------------------------------------------------
+
+
+def test_the_report_lists_what_the_evidence_is_only_consistent_with(tmp_path: Path) -> None:
+    """report.json keeps the consistent clauses apart, and its clause table fails only what a
+    finding shows broken."""
+    status, report = certify_report(f"python:{HANDMADE / 'replay_mistakes.py'}:small_above_its_size", "s3fifo", tmp_path)
+    (verdict,) = report.policies
+    first = verdict.failures[0]
+    assert status == 3 and first.clauses[0] == "S3-INV-1" and "S3-INV-1" not in first.consistent_with and first.consistent_with
+    shown_anywhere = {c for failure in verdict.failures for c in failure.clauses if c not in failure.consistent_with}
+    assert verdict.clauses["S3-INV-1"] == "fail"
+    assert all(verdict.clauses[c] == "inconclusive" for c in set(first.consistent_with) - shown_anywhere)
+    assert f"- clauses: S3-INV-1; consistent with {' or '.join(first.consistent_with)}" in (tmp_path / "report.md").read_text()
