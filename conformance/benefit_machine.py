@@ -4,9 +4,12 @@ repairs and, at the state level, clocks, scores, weights, ghosts and probation c
 agree after each one.
 
 Keys and segments come from small pools, so that hits, removals, ghost take-overs, shared
-segments and size conflicts happen within a few steps; costs include invalid samples and samples
-without net benefit; pressures include NaN and the infinities; configurations go around every
-edge, refused ones included.
+segments and size conflicts happen within a few steps; each example numbers its pool across
+BEN-KEY-1's [0, 2**64 - 1] (strategies.KEY_NUMBERINGS: small keys first, then keys equal in a
+narrower integer or as doubles, both bounds). Costs include invalid samples and samples without
+net benefit; pressures include NaN and the infinities; configurations go around every edge, and
+now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
+refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them.
 """
 
 from collections.abc import Callable
@@ -21,20 +24,24 @@ from kvspec.adapters.protocol import to_double
 from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.selection import physical_release
+from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
+from .strategies import KEY_NUMBERINGS, Numbering, now_and_then
 
-KEYS = st.integers(1, 5)
-PINNED = st.frozensets(KEYS, max_size=2)
 NAN, INF = float("nan"), float("inf")
+SLOTS = st.integers(1, 5)  # the example's five keys, numbered by its number_keys
+KEYS = st.builds(lambda machine, slot: machine.numbering(slot), st.runner(), SLOTS)
+PINNED = st.frozensets(KEYS, max_size=2)
 FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(60.0, 10.0), CostSample(20.0, 20.0),
                CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0)]
 # Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
 COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(
     lambda i: st.just(FIXED_COSTS[i]) if i < len(FIXED_COSTS) else st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
 )
-SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
+SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}  # by slot: segment ids are numbered as keys are
+SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), SEGMENT_SIZES[slot]), st.runner(), st.sampled_from(sorted(SEGMENT_SIZES)))
 
 
 @no_type_check  # typeguard cannot check Hypothesis's DrawFn
@@ -42,8 +49,7 @@ SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
 def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     """Distinct segments of consistent sizes, mostly; now and then a conflicting size or a
     repeated id (BEN-ADMIT-1)."""
-    ids = draw(st.lists(st.sampled_from(sorted(SEGMENT_SIZES)), unique=True, max_size=3))
-    shared = [(i, SEGMENT_SIZES[i]) for i in ids]
+    shared = draw(st.lists(SEGMENTS, unique=True, max_size=3))
     flaw = draw(st.integers(0, 7))
     if shared and flaw == 0:
         shared[-1] = (shared[-1][0], shared[-1][1] + 1)
@@ -52,16 +58,21 @@ def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     return shared
 
 
+# Whole-domain values (BEN-CONF-1 to BEN-CONF-8): the bounds, and what a narrower integer keeps.
+WIDE_COUNTS = [INT64_MAX, -1, INT64_MIN, 2**31, 2**32]
+WIDE_DOUBLES = [NAN, INF, -INF, -0.5, 1.5, 5e-324, 1.0 - 2**-53]
+
+
 def configs() -> st.SearchStrategy[BenefitConfig]:
     return st.builds(
         BenefitConfig,
-        probation_byte_budget=st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64),
-        persistence_hit_threshold=st.sampled_from([1, 2, 3]) | st.integers(0, 4),
-        min_reuse_probability=st.sampled_from([0.0, 0.01, 0.5, 1.0]),
-        decay_factor=st.sampled_from([0.5, 0.9, 0.99]),
-        grace_observations=st.sampled_from([0, 1, 3, 32]),
-        ghost_capacity=st.sampled_from([0, 1, 2, 4096]),
-        ghost_max_age_observations=st.sampled_from([0, 2, 5, 1024]),
+        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS),
+        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS),
+        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_DOUBLES),
+        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), [0.0, 1.0, *WIDE_DOUBLES]),
+        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS),
+        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS),
+        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS),
     )
 
 
@@ -103,6 +114,11 @@ class BenefitMachine(RuleBasedStateMachine):
         if refused_by is not None:
             self.reference = None
 
+    @initialize(numbering=st.sampled_from(KEY_NUMBERINGS))
+    def number_keys(self, numbering: Numbering) -> None:
+        """BEN-KEY-1: how this example numbers its keys and segment ids (plain ones first, for shrinking)."""
+        self.numbering = numbering
+
     def agree(self, operation: str, clauses: Callable[[], list[str]], expected: object, actual: object) -> None:
         """The results of one operation, then (state level) the whole state, must agree; ``clauses``
         diagnoses a difference in the results, and runs only when there is one."""
@@ -133,12 +149,11 @@ class BenefitMachine(RuleBasedStateMachine):
         for key in sorted(keys, reverse=True):
             self.hit(key, cost)
 
-    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=st.sampled_from(sorted(SEGMENT_SIZES)),
-          exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
-    def shared_prefix(self, keys: list[int], segment: int, exclusive: int, cost: CostSample) -> None:
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=SEGMENTS, exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
+    def shared_prefix(self, keys: list[int], segment: tuple[int, int], exclusive: int, cost: CostSample) -> None:
         """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4)."""
         for key in keys:
-            self.offer(key, exclusive, [(segment, SEGMENT_SIZES[segment])], cost, frozenset())
+            self.offer(key, exclusive, [segment], cost, frozenset())
 
     @rule(key=KEYS, cost=COSTS)
     def hit(self, key: int, cost: CostSample) -> None:
