@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import no_type_check
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from kvspec.adapters.benefit import BenefitAdapter, BenefitState, state_of
 from kvspec.adapters.interface import ConfigRefused
@@ -113,6 +113,13 @@ class BenefitMachine(RuleBasedStateMachine):
                                "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
         if refused_by is not None:
             self.reference = None
+
+    @precondition(lambda self: self.reference is None)
+    @rule(config=configs())
+    def configure_after_refusal(self, config: BenefitConfig) -> None:
+        """Both refused the configuration: another replaces it (PROTO-20), so that an example tries
+        many configurations, the whole-domain ones among them, and still runs operations."""
+        self.configure(config)
 
     @initialize(numbering=st.sampled_from(KEY_NUMBERINGS))
     def number_keys(self, numbering: Numbering) -> None:
