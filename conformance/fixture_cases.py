@@ -147,7 +147,7 @@ def replay_cases() -> Iterator[Json]:
     for max_freq in (-1, 0, 1, 3, 7):
         yield replay_case(f"s3fifo edge: max_freq {max_freq}", "spec/findings.md F-3", replace(base, capacity=10, max_freq=max_freq), edge_trace)
     yield replay_case("block_size 0", "REPLAY-CONF-2", replace(base, block_size=0), edge_trace)
-    for title, config in WIDE_CONFIGS:  # the whole domain of each knob: 2**63 - 1 accepted, the rest refused
+    for title, config in WIDE_CONFIGS:  # FIX-6: the whole domain of each knob, 2**63 - 1 accepted, the rest refused
         trace = edge_trace if config.block_size <= 4 else huge_blocks(config.block_size)
         yield replay_case(f"{config.policy} whole domain: {title}", "REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-6", config, trace)
     for policy in ("lru", "fifo"):
@@ -165,7 +165,7 @@ def replay_cases() -> Iterator[Json]:
             config = ReplayConfig(policy=policy, capacity=10, block_size=1)  # type: ignore[arg-type]
             yield replay_case(f"{policy} repeated ids: seed {seed}", "spec/findings.md F-5", config, arbitrary(XorShift64(seed), 20),
                               clauses=("REPLAY-TRACE-4",))
-        for numbering in ID_NUMBERINGS[1:]:  # REPLAY-TRACE-2: ids across the whole domain, colliding in narrower keys
+        for numbering in ID_NUMBERINGS[1:]:  # FIX-6, REPLAY-TRACE-2: ids across the whole domain, colliding in narrower keys
             config = ReplayConfig(policy=policy, capacity=6, block_size=4)  # type: ignore[arg-type]
             yield replay_case(f"{policy} ids {numbering}: conversations", "xorshift64 conversations, ids across [-2**63, 2**63 - 1]", config,
                               conversation(XorShift64(11), 20, 4, numbering), clauses=("REPLAY-TRACE-2",))
@@ -358,10 +358,10 @@ def benefit_cases() -> Iterator[Json]:
     for seed in range(1, 31):
         config = CONFIGS[seed % len(CONFIGS)]
         yield benefit_case(f"random operations: seed {seed}", "xorshift64 operations", config, random_operations(XorShift64(seed), 30))
-    for seed, numbering in enumerate(KEY_NUMBERINGS[1:], start=101):  # BEN-KEY-1: keys across the whole domain, colliding in narrower ones
+    for seed, numbering in enumerate(KEY_NUMBERINGS[1:], start=101):  # FIX-7, BEN-KEY-1: keys across the whole domain
         yield benefit_case(f"random operations: keys {numbering}", "xorshift64 operations, keys and segment ids across [0, 2**64 - 1]",
                            CONFIGS[seed % len(CONFIGS)], random_operations(XorShift64(seed), 30, numbering), clauses=("BEN-KEY-1",))
-    for knob, value in WIDE_BENEFIT_KNOBS:  # BEN-CONF-1 to BEN-CONF-7 at the ends of their domains
+    for knob, value in WIDE_BENEFIT_KNOBS:  # FIX-7: BEN-CONF-1 to BEN-CONF-7 at the ends of their domains
         config = {**DEFAULTS, knob: to_double(value) if isinstance(value, float) else value}
         yield benefit_case(f"whole domain: {knob} {value}", "BEN-CONF-8", config, random_operations(XorShift64(7), 12))
 
