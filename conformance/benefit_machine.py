@@ -24,7 +24,7 @@ from kvspec.adapters.protocol import to_double
 from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.selection import physical_release
-from kvspec.reference.validation import INT64_MAX, INT64_MIN
+from kvspec.reference.validation import INT64_MAX
 
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
@@ -59,21 +59,25 @@ def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
 
 
 # Whole-domain values (BEN-CONF-1 to BEN-CONF-8): the bounds, and what a narrower integer keeps.
-WIDE_COUNTS = [INT64_MAX, -1, INT64_MIN, 2**31, 2**32]
-WIDE_DOUBLES = [NAN, INF, -INF, -0.5, 1.5, 5e-324, 1.0 - 2**-53]
+WIDE_COUNTS = [INT64_MAX, -1, 2**32]
+WIDE_PROBABILITIES = [NAN, INF, 1.5, -0.5, 5e-324]
+WIDE_DECAYS = [NAN, 1.0, 0.0, -INF, 1.0 - 2**-53]
 
 
 def configs() -> st.SearchStrategy[BenefitConfig]:
     return st.builds(
         BenefitConfig,
-        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS),
-        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS),
-        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_DOUBLES),
-        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), [0.0, 1.0, *WIDE_DOUBLES]),
-        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS),
-        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS),
-        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS),
+        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS, 8),
+        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS, 8),
+        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_PROBABILITIES, 8),
+        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), WIDE_DECAYS, 8),
+        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS, 8),
+        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS, 8),
+        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS, 8),
     )
+
+
+CONFIGURED = precondition(lambda self: self.reference is not None)  # an operation needs an accepted configuration
 
 
 class BenefitMachine(RuleBasedStateMachine):
@@ -114,7 +118,7 @@ class BenefitMachine(RuleBasedStateMachine):
         if refused_by is not None:
             self.reference = None
 
-    @precondition(lambda self: self.reference is None)
+    @precondition(lambda self: self.reference is None)  # while refused, nothing but this step is enabled
     @rule(config=configs())
     def configure_after_refusal(self, config: BenefitConfig) -> None:
         """Both refused the configuration: another replaces it (PROTO-20), so that an example tries
@@ -137,6 +141,7 @@ class BenefitMachine(RuleBasedStateMachine):
             if want != got:
                 raise self.diverge(state_clauses(operation, want, got), f"after {operation}: expected {want}, got {got}", want, got)
 
+    @CONFIGURED
     @rule(key=KEYS, exclusive=st.sampled_from([0, 1, 3, 8, 10, 16]), shared=shared_segments(), cost=COSTS, pinned=PINNED)
     def offer(self, key: int, exclusive: int, shared: list[tuple[int, int]], cost: CostSample, pinned: frozenset[int]) -> None:
         if self.reference is None:
@@ -148,6 +153,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
                    lambda: offer_clauses(expected, actual), expected, actual)
 
+    @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
     def twins(self, keys: list[int], exclusive: int, cost: CostSample) -> None:
         """Two entries offered and hit alike, the larger key first: their scores tie (BEN-VICTIM-2)."""
@@ -156,12 +162,14 @@ class BenefitMachine(RuleBasedStateMachine):
         for key in sorted(keys, reverse=True):
             self.hit(key, cost)
 
+    @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=SEGMENTS, exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
     def shared_prefix(self, keys: list[int], segment: tuple[int, int], exclusive: int, cost: CostSample) -> None:
         """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4)."""
         for key in keys:
             self.offer(key, exclusive, [segment], cost, frozenset())
 
+    @CONFIGURED
     @rule(key=KEYS, cost=COSTS)
     def hit(self, key: int, cost: CostSample) -> None:
         if self.reference is None:
@@ -171,6 +179,7 @@ class BenefitMachine(RuleBasedStateMachine):
         expected, actual = self.reference.record_hit(key, cost), self.adapter.record_hit(key, cost)
         self.agree(f"record_hit({key}, {cost})", lambda: ["BEN-HIT-2", "BEN-HIT-1"], expected, actual)
 
+    @CONFIGURED
     @rule(key=KEYS)
     def miss(self, key: int) -> None:
         if self.reference is None:
@@ -181,6 +190,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.adapter.record_miss(key)
         self.agree(f"record_miss({key})", lambda: ["BEN-MISS-1"], None, None)
 
+    @CONFIGURED
     @rule(pressure=st.sampled_from([0.0, 0.5, 1.0, NAN, INF, -INF, 2.0]) | st.floats(0.0, 1.0))
     def pressure(self, pressure: float) -> None:
         if self.reference is None:
@@ -191,6 +201,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.adapter.observe_pressure(pressure)
         self.agree(f"observe_pressure({pressure})", lambda: ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
 
+    @CONFIGURED
     @rule(bytes_to_free=st.sampled_from([1, 2, 5, 10, 20]) | st.integers(0, 60), pinned=PINNED)
     def victims(self, bytes_to_free: int, pinned: frozenset[int]) -> None:
         if self.reference is None:
@@ -202,6 +213,7 @@ class BenefitMachine(RuleBasedStateMachine):
         reference = self.reference
         self.agree(f"choose_victims({bytes_to_free}, {set(pinned)})", lambda: victim_clauses(reference, expected, actual, pinned), expected, actual)
 
+    @CONFIGURED
     @rule(pinned=PINNED)
     def cap(self, pinned: frozenset[int]) -> None:
         if self.reference is None:
@@ -212,6 +224,7 @@ class BenefitMachine(RuleBasedStateMachine):
         actual = self.adapter.select_probation_cap_victims(pinned)
         self.agree(f"select_probation_cap_victims({set(pinned)})", lambda: cap_clauses(actual, pinned), expected, actual)
 
+    @CONFIGURED
     @rule(key=KEYS, pinned=PINNED)
     def remove(self, key: int, pinned: frozenset[int]) -> None:
         if self.reference is None:

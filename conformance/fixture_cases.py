@@ -21,8 +21,8 @@ from kvspec.adapters.serve import answer_benefit
 from kvspec.reference import ConfigError, KvspecError, ReplayConfig, TraceFile, TraceRecord, bundled_trace_path, make_policy, replay
 from kvspec.reference.benefit.traces import XorShift64
 from kvspec.reference.errors import TraceError
-from kvspec.reference.validation import INT64_MAX, INT64_MIN
 from kvspec.reference.replay import PolicyServer
+from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
 from .clauses import exercised
 from .fixtures import FORMAT, Json

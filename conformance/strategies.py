@@ -64,9 +64,9 @@ KEY_NUMBERINGS = (Numbering("n", 0, 1, 0), Numbering("2**8 * n", 0, 2**8, 0), Nu
                   Numbering("n * 0x9E3779B97F4A7C15", 0, GOLDEN, 0))
 
 
-def now_and_then(usual: st.SearchStrategy[T], wide: list[T]) -> st.SearchStrategy[T]:
-    """``usual`` three times in four, one of ``wide`` otherwise; shrinking leads to ``usual``."""
-    return st.integers(0, 3).flatmap(lambda i: st.sampled_from(wide) if i == 3 else usual)
+def now_and_then(usual: st.SearchStrategy[T], wide: list[T], one_in: int = 4) -> st.SearchStrategy[T]:
+    """One of ``wide`` once in ``one_in`` draws, ``usual`` otherwise; shrinking leads to ``usual``."""
+    return st.integers(1, one_in).flatmap(lambda i: st.sampled_from(wide) if i == one_in else usual)
 
 
 @dataclass(frozen=True)

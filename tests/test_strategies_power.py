@@ -271,7 +271,7 @@ def test_FIX_6_FIX_7_the_fixtures_catch_key_width_and_deduplication_at_the_resul
 class Recording(ReferenceAdapter):
     """The reference over the protocol, as far as certify can tell (it has a ``command``): what it was sent."""
 
-    command = ["recorded"]
+    command = ("recorded",)
 
     def __init__(self) -> None:
         super().__init__()
