@@ -9,7 +9,9 @@ BEN-KEY-1's [0, 2**64 - 1] (strategies.KEY_NUMBERINGS: small keys first, then ke
 narrower integer or as doubles, both bounds). Costs include invalid samples and samples without
 net benefit; pressures include NaN and the infinities; configurations go around every edge, and
 now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
-refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them.
+refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them; a
+configuration both refuse is followed by another at once, so that an example tries many and
+still runs operations.
 """
 
 from collections.abc import Callable

@@ -10,7 +10,8 @@ collide in a narrower key, ids equal as doubles, both bounds, negative ids. Conf
 drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, small_ratio near 0
 and 1, and now and then a value from the whole domain, 2**63 - 1 and the values the spec refuses
 (REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-5, S3-CONF-6) included, which the
-implementation must refuse too.
+implementation must refuse too; a configuration both refused is followed by another, so that an
+example tries many and still sends requests.
 """
 
 import math
@@ -117,7 +118,7 @@ class CertificationMachine(RuleBasedStateMachine):
     policy: str
     pins: Pins = Pins()
     non_finite_ratios: bool = False  # an in-process adapter can be sent a NaN or infinite small_ratio
-    examples: int = 0  # how many examples (one configuration and its requests) have started
+    examples: int = 0  # how many examples (configurations up to an accepted one, and its requests) have started
 
     def __init__(self) -> None:
         super().__init__()
@@ -131,6 +132,7 @@ class CertificationMachine(RuleBasedStateMachine):
         self.next_configuration(data)
 
     def next_configuration(self, data: st.DataObject) -> None:
+        """One configuration, to both (Lockstep.configure); the lockstep if both accepted it."""
         config = data.draw(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios), label="config")
         lockstep = Lockstep(self.adapter, config)
         if lockstep.configure():
@@ -145,11 +147,12 @@ class CertificationMachine(RuleBasedStateMachine):
             self.next_configuration(data)
             return
         conversations = self.conversations
-        # REPLAY-TRACE-2: input_length <= 2**63 - 1; and so does the sum of them, the replay's
-        # total_prompt_tokens (REPLAY-RESULT-3). A huge block size allows fewer blocks.
+        # REPLAY-TRACE-2: input_length <= 2**63 - 1, and so must their sum be, the replay's
+        # total_prompt_tokens (REPLAY-RESULT-3), for the counterexample to replay. A huge block size
+        # allows fewer blocks.
         room, block_size = INT64_MAX - conversations.prompt_tokens, self.lockstep.config.block_size
         if room < 1:
-            return
+            return  # huge blocks have used up every token a trace can hold
         hash_ids = self.draw_request(kind, pick, blocks, data)[: (room - 1) // block_size + 1]
         full = (len(hash_ids) - 1) * block_size
         input_length = full + 1 + tokens % min(block_size, room - full)
