@@ -47,6 +47,7 @@ class Implementation:
             raise KvspecError("PROTO-15: the timeouts must be positive numbers of seconds")
         self.spec = spec
         self._launch = launch or resolve(spec, reply_timeout, start_timeout)
+        self.in_process = not spec.startswith("cmd:")  # whether it is called directly, not over the protocol (PROTO-29)
         self.adapter: Started | None = None
 
     @classmethod
@@ -62,7 +63,7 @@ class Implementation:
         if isinstance(adapter, Implementation):
             return adapter
         if isinstance(adapter, ProcessAdapter):
-            return cls(adapter.name, launch=lambda: adapter)
+            return cls(f"cmd:{adapter.name}", launch=lambda: adapter)
         return cls.in_process(lambda: adapter, f"python:{type(adapter).__module__}:{type(adapter).__qualname__}")
 
     def start(self) -> Started:

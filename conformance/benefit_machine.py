@@ -4,9 +4,14 @@ repairs and, at the state level, clocks, scores, weights, ghosts and probation c
 agree after each one.
 
 Keys and segments come from small pools, so that hits, removals, ghost take-overs, shared
-segments and size conflicts happen within a few steps; costs include invalid samples and samples
-without net benefit; pressures include NaN and the infinities; configurations go around every
-edge, refused ones included.
+segments and size conflicts happen within a few steps; each example numbers its pool across
+BEN-KEY-1's [0, 2**64 - 1] (strategies.KEY_NUMBERINGS: small keys first, then keys equal in a
+narrower integer or as doubles, both bounds). Costs include invalid samples and samples without
+net benefit; pressures include NaN and the infinities; configurations go around every edge, and
+now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
+refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them; a
+configuration both refuse is followed by another at once, so that an example tries many and
+still runs operations.
 """
 
 import sys
@@ -14,7 +19,7 @@ from collections.abc import Callable
 from typing import no_type_check
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter, state_of
@@ -22,6 +27,7 @@ from kvspec.adapters.interface import ConfigRefused
 from kvspec.adapters.protocol import to_double
 from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
+from kvspec.reference.validation import INT64_MAX
 
 from .benefit_diagnosis import by_variants, cap_clauses, offer_clauses, state_clauses, victim_clauses
 from .diagnosis import Diagnosis, consistent
@@ -29,17 +35,20 @@ from .faults import Located, Location
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
 from .machine import started
+from .strategies import KEY_NUMBERINGS, Numbering, now_and_then
 
-KEYS = st.integers(1, 5)
-PINNED = st.frozensets(KEYS, max_size=2)
 NAN, INF = float("nan"), float("inf")
+SLOTS = st.integers(1, 5)  # the example's five keys, numbered by its number_keys
+KEYS = st.builds(lambda machine, slot: machine.numbering(slot), st.runner(), SLOTS)
+PINNED = st.frozensets(KEYS, max_size=2)
 FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(60.0, 10.0), CostSample(20.0, 20.0),
                CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0)]
 # Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
 COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(
     lambda i: st.just(FIXED_COSTS[i]) if i < len(FIXED_COSTS) else st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
 )
-SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
+SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}  # by slot: segment ids are numbered as keys are
+SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), SEGMENT_SIZES[slot]), st.runner(), st.sampled_from(sorted(SEGMENT_SIZES)))
 
 
 @no_type_check  # typeguard cannot check Hypothesis's DrawFn
@@ -47,8 +56,7 @@ SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}
 def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     """Distinct segments of consistent sizes, mostly; now and then a conflicting size or a
     repeated id (BEN-ADMIT-1)."""
-    ids = draw(st.lists(st.sampled_from(sorted(SEGMENT_SIZES)), unique=True, max_size=3))
-    shared = [(i, SEGMENT_SIZES[i]) for i in ids]
+    shared = draw(st.lists(SEGMENTS, unique=True, max_size=3))
     flaw = draw(st.integers(0, 7))
     if shared and flaw == 0:
         shared[-1] = (shared[-1][0], shared[-1][1] + 1)
@@ -57,17 +65,26 @@ def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     return shared
 
 
+# Whole-domain values (BEN-CONF-1 to BEN-CONF-8): the bounds, and what a narrower integer keeps.
+WIDE_COUNTS = [INT64_MAX, -1, 2**32]
+WIDE_PROBABILITIES = [NAN, INF, 1.5, -0.5, 5e-324]
+WIDE_DECAYS = [NAN, 1.0, 0.0, -INF, 1.0 - 2**-53]
+
+
 def configs() -> st.SearchStrategy[BenefitConfig]:
     return st.builds(
         BenefitConfig,
-        probation_byte_budget=st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64),
-        persistence_hit_threshold=st.sampled_from([1, 2, 3]) | st.integers(0, 4),
-        min_reuse_probability=st.sampled_from([0.0, 0.01, 0.5, 1.0]),
-        decay_factor=st.sampled_from([0.5, 0.9, 0.99]),
-        grace_observations=st.sampled_from([0, 1, 3, 32]),
-        ghost_capacity=st.sampled_from([0, 1, 2, 4096]),
-        ghost_max_age_observations=st.sampled_from([0, 2, 5, 1024]),
+        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS, 8),
+        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS, 8),
+        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_PROBABILITIES, 8),
+        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), WIDE_DECAYS, 8),
+        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS, 8),
+        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS, 8),
+        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS, 8),
     )
+
+
+CONFIGURED = precondition(lambda self: self.reference is not None)  # an operation needs an accepted configuration
 
 
 class BenefitMachine(RuleBasedStateMachine):
@@ -111,6 +128,18 @@ class BenefitMachine(RuleBasedStateMachine):
         if refused_by is not None:
             self.reference = None
 
+    @precondition(lambda self: self.reference is None)  # while refused, nothing but this step is enabled
+    @rule(config=configs())
+    def configure_after_refusal(self, config: BenefitConfig) -> None:
+        """Both refused the configuration: another replaces it (PROTO-20), so that an example tries
+        many configurations, the whole-domain ones among them, and still runs operations."""
+        self.configure(config)
+
+    @initialize(numbering=st.sampled_from(KEY_NUMBERINGS))
+    def number_keys(self, numbering: Numbering) -> None:
+        """BEN-KEY-1: how this example numbers its keys and segment ids (plain ones first, for shrinking)."""
+        self.numbering = numbering
+
     def where(self) -> Location:
         """Where a fault happened: the configuration, or the operation being sent (the operations end with it)."""
         label = f"operation {self.step}" if self.step else "the configuration"
@@ -145,6 +174,7 @@ class BenefitMachine(RuleBasedStateMachine):
                                    diagnosis.consistent_with)
             self.agreed_clock = want.clock
 
+    @CONFIGURED
     @rule(key=KEYS, exclusive=st.sampled_from([0, 1, 3, 8, 10, 16]), shared=shared_segments(), cost=COSTS, pinned=PINNED)
     def offer(self, key: int, exclusive: int, shared: list[tuple[int, int]], cost: CostSample, pinned: frozenset[int]) -> None:
         if self.reference is None:
@@ -156,6 +186,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
                    lambda: offer_clauses(expected, actual), expected, actual)
 
+    @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
     def twins(self, keys: list[int], exclusive: int, cost: CostSample) -> None:
         """Two entries offered and hit alike, the larger key first: their scores tie (BEN-VICTIM-2)."""
@@ -164,13 +195,14 @@ class BenefitMachine(RuleBasedStateMachine):
         for key in sorted(keys, reverse=True):
             self.hit(key, cost)
 
-    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=st.sampled_from(sorted(SEGMENT_SIZES)),
-          exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
-    def shared_prefix(self, keys: list[int], segment: int, exclusive: int, cost: CostSample) -> None:
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=SEGMENTS, exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
+    def shared_prefix(self, keys: list[int], segment: tuple[int, int], exclusive: int, cost: CostSample) -> None:
         """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4)."""
         for key in keys:
-            self.offer(key, exclusive, [(segment, SEGMENT_SIZES[segment])], cost, frozenset())
+            self.offer(key, exclusive, [segment], cost, frozenset())
 
+    @CONFIGURED
     @rule(key=KEYS, cost=COSTS)
     def hit(self, key: int, cost: CostSample) -> None:
         if self.reference is None:
@@ -180,6 +212,7 @@ class BenefitMachine(RuleBasedStateMachine):
         expected, actual = self.reference.record_hit(key, cost), self.adapter.record_hit(key, cost)
         self.agree(f"record_hit({key}, {cost})", lambda: ["BEN-HIT-2", "BEN-HIT-1"], expected, actual)
 
+    @CONFIGURED
     @rule(key=KEYS)
     def miss(self, key: int) -> None:
         if self.reference is None:
@@ -190,6 +223,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.adapter.record_miss(key)
         self.agree(f"record_miss({key})", lambda: ["BEN-MISS-1"], None, None)
 
+    @CONFIGURED
     @rule(pressure=st.sampled_from([0.0, 0.5, 1.0, NAN, INF, -INF, 2.0]) | st.floats(0.0, 1.0))
     def pressure(self, pressure: float) -> None:
         if self.reference is None:
@@ -200,6 +234,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.adapter.observe_pressure(pressure)
         self.agree(f"observe_pressure({pressure})", lambda: ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
 
+    @CONFIGURED
     @rule(bytes_to_free=st.sampled_from([1, 2, 5, 10, 20]) | st.integers(0, 60), pinned=PINNED)
     def victims(self, bytes_to_free: int, pinned: frozenset[int]) -> None:
         if self.reference is None:
@@ -211,6 +246,7 @@ class BenefitMachine(RuleBasedStateMachine):
         reference = self.reference
         self.agree(f"choose_victims({bytes_to_free}, {set(pinned)})", lambda: victim_clauses(reference, expected, actual, pinned), expected, actual)
 
+    @CONFIGURED
     @rule(pinned=PINNED)
     def cap(self, pinned: frozenset[int]) -> None:
         if self.reference is None:
@@ -221,6 +257,7 @@ class BenefitMachine(RuleBasedStateMachine):
         actual = self.adapter.select_probation_cap_victims(pinned)
         self.agree(f"select_probation_cap_victims({set(pinned)})", lambda: cap_clauses(actual, pinned), expected, actual)
 
+    @CONFIGURED
     @rule(key=KEYS, pinned=PINNED)
     def remove(self, key: int, pinned: frozenset[int]) -> None:
         if self.reference is None:

@@ -10,7 +10,7 @@ traces, conformance/hunted.json (`kvspec hunt --record`) and conformance/counter
 import json
 from collections.abc import Iterator
 from dataclasses import replace
-from itertools import islice
+from itertools import count, islice
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,11 @@ from kvspec.reference import ConfigError, KvspecError, ReplayConfig, TraceFile, 
 from kvspec.reference.benefit.traces import XorShift64
 from kvspec.reference.errors import TraceError
 from kvspec.reference.replay import PolicyServer
+from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
 from .clauses import exercised
 from .fixtures import FORMAT, Json
+from .strategies import ID_NUMBERINGS, KEY_NUMBERINGS, PLAIN, Numbering
 
 NAN, INF = float("nan"), float("inf")
 
@@ -87,11 +89,12 @@ def replay_case(title: str, provenance: str, config: ReplayConfig, requests: lis
     return case
 
 
-def conversation(rng: XorShift64, n: int, block_size: int) -> list[Request]:
+def conversation(rng: XorShift64, n: int, block_size: int, numbering: Numbering = PLAIN) -> list[Request]:
     """Requests that share chained prefixes as Mooncake's do: fresh conversations, next turns,
-    branches part-way, exact repeats and one-off scans; last blocks often partial."""
+    branches part-way, exact repeats and one-off scans; last blocks often partial. The n-th fresh
+    id is numbering(n)."""
     requests: list[list[int]] = []
-    fresh = iter(range(1, 1 << 30))
+    fresh = map(numbering, count(1))
     for _ in range(n):
         move = rng.u64() % 5 if requests else 0
         earlier = requests[rng.u64() % len(requests)] if requests else []
@@ -107,13 +110,31 @@ def conversation(rng: XorShift64, n: int, block_size: int) -> list[Request]:
     return [(ids, (len(ids) - 1) * block_size + 1 + rng.u64() % block_size) for ids in requests]
 
 
-def arbitrary(rng: XorShift64, n: int) -> list[Request]:
+def arbitrary(rng: XorShift64, n: int, numbering: Numbering = PLAIN) -> list[Request]:
     """Ids from a pool of six, repeating inside a request and at any position (findings F-5)."""
     requests = []
     for _ in range(n):
-        ids = [1 + rng.u64() % 6 for _ in range(1 + rng.u64() % 5)]
+        ids = [numbering(1 + rng.u64() % 6) for _ in range(1 + rng.u64() % 5)]
         requests.append((ids, len(ids)))
     return requests
+
+
+def huge_blocks(block_size: int) -> list[Request]:
+    """Two blocks brought in by one-token requests, then both asked for at once, the last block as
+    full as input_length <= 2**63 - 1 allows (REPLAY-TRACE-2): k * block_size overflows a signed
+    64-bit integer, and the totals stay counts."""
+    both = [1, 2][: (INT64_MAX - 3) // block_size + 1]
+    return [([2], 1), ([1], 1), (both, min(len(both) * block_size, INT64_MAX - 3)), ([3], 1)]
+
+
+WIDE_CONFIGS = [
+    *((f"capacity {c}", ReplayConfig(policy=p, capacity=c, block_size=4)) for p in ("s3fifo", "lru", "fifo")  # type: ignore[arg-type]
+      for c in (INT64_MAX, -1, INT64_MIN)),
+    *((f"block_size {b}", ReplayConfig(policy=p, capacity=10, block_size=b)) for p in ("s3fifo", "lru", "fifo")  # type: ignore[arg-type]
+      for b in (INT64_MAX, 2**62 + 1, -1, INT64_MIN)),
+    *((f"max_freq {m}", ReplayConfig(capacity=10, block_size=4, max_freq=m)) for m in (INT64_MAX, INT64_MIN)),
+    *((f"small_ratio {r}", ReplayConfig(capacity=10, block_size=4, small_ratio=r)) for r in (1.5, -0.25)),
+]
 
 
 def replay_cases() -> Iterator[Json]:
@@ -126,6 +147,9 @@ def replay_cases() -> Iterator[Json]:
     for max_freq in (-1, 0, 1, 3, 7):
         yield replay_case(f"s3fifo edge: max_freq {max_freq}", "spec/findings.md F-3", replace(base, capacity=10, max_freq=max_freq), edge_trace)
     yield replay_case("block_size 0", "REPLAY-CONF-2", replace(base, block_size=0), edge_trace)
+    for title, config in WIDE_CONFIGS:  # FIX-6: the whole domain of each knob, 2**63 - 1 accepted, the rest refused
+        trace = edge_trace if config.block_size <= 4 else huge_blocks(config.block_size)
+        yield replay_case(f"{config.policy} whole domain: {title}", "REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-6", config, trace)
     for policy in ("lru", "fifo"):
         for capacity in (0, 1, 2, 10):
             yield replay_case(f"{policy} edge: capacity {capacity}", "spec/findings.md F-4", replace(base, policy=policy, capacity=capacity),
@@ -141,6 +165,12 @@ def replay_cases() -> Iterator[Json]:
             config = ReplayConfig(policy=policy, capacity=10, block_size=1)  # type: ignore[arg-type]
             yield replay_case(f"{policy} repeated ids: seed {seed}", "spec/findings.md F-5", config, arbitrary(XorShift64(seed), 20),
                               clauses=("REPLAY-TRACE-4",))
+        for numbering in ID_NUMBERINGS[1:]:  # FIX-6, REPLAY-TRACE-2: ids across the whole domain, colliding in narrower keys
+            config = ReplayConfig(policy=policy, capacity=6, block_size=4)  # type: ignore[arg-type]
+            yield replay_case(f"{policy} ids {numbering}: conversations", "xorshift64 conversations, ids across [-2**63, 2**63 - 1]", config,
+                              conversation(XorShift64(11), 20, 4, numbering), clauses=("REPLAY-TRACE-2",))
+            yield replay_case(f"{policy} ids {numbering}: repeated ids", "spec/findings.md F-5, ids across [-2**63, 2**63 - 1]",
+                              replace(config, block_size=1), arbitrary(XorShift64(12), 20, numbering), clauses=("REPLAY-TRACE-2", "REPLAY-TRACE-4"))
         for name in BUNDLED:
             excerpt = [(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(name)).records(), 150)]
             yield replay_case(f"{policy} on {name}, first 150 requests, 64 blocks", f"{name} lines 1 to 150 (Mooncake FAST'25, Apache-2.0)",
@@ -286,16 +316,18 @@ CONFIGS = [DEFAULTS, {**DEFAULTS, "probation_byte_budget": 20, "grace_observatio
            {**DEFAULTS, "probation_byte_budget": 0, "persistence_hit_threshold": 3, "min_reuse_probability": 0.0, "grace_observations": 1}]
 
 
-def random_operations(rng: XorShift64, n: int) -> list[Json]:
-    """Operations drawn as the certification machine draws them (conformance/benefit_machine.py)."""
+def random_operations(rng: XorShift64, n: int, numbering: Numbering = KEY_NUMBERINGS[0]) -> list[Json]:
+    """Operations drawn as the certification machine draws them (conformance/benefit_machine.py):
+    five keys and four segments, numbered by ``numbering``."""
     operations = []
     for _ in range(n):
-        key, pinned = 1 + rng.u64() % 5, tuple(sorted({1 + rng.u64() % 5 for _ in range(rng.u64() % 3)}))
+        key, pinned = numbering(1 + rng.u64() % 5), tuple(sorted({numbering(1 + rng.u64() % 5) for _ in range(rng.u64() % 3)}))
         cold, restore = COSTS[rng.u64() % len(COSTS)]
         move = rng.u64() % 8
         if move <= 2:
             segments = sorted({1 + rng.u64() % 4 for _ in range(rng.u64() % 4)})
-            operations.append(offer(key, (0, 1, 3, 8, 10, 16)[rng.u64() % 6], [(s, SEGMENT_SIZES[s]) for s in segments], cold, restore, pinned))
+            shared = [(numbering(s), SEGMENT_SIZES[s]) for s in segments]
+            operations.append(offer(key, (0, 1, 3, 8, 10, 16)[rng.u64() % 6], shared, cold, restore, pinned))
         elif move == 3:
             operations.append(hit(key, cold, restore))
         elif move == 4:
@@ -311,6 +343,12 @@ def random_operations(rng: XorShift64, n: int) -> list[Json]:
     return operations
 
 
+WIDE_BENEFIT_KNOBS = [*((knob, value) for knob in ("probation_byte_budget", "persistence_hit_threshold", "grace_observations", "ghost_capacity",
+                                                     "ghost_max_age_observations") for value in (INT64_MAX, INT64_MIN)),
+                      *(("min_reuse_probability", value) for value in (NAN, INF, -0.5)),
+                      *(("decay_factor", value) for value in (NAN, -INF, 0.0, 1.0 - 2**-53))]
+
+
 def benefit_cases() -> Iterator[Json]:
     for knob, bad in (("probation_byte_budget", -1), ("persistence_hit_threshold", 0), ("min_reuse_probability", 1.5), ("decay_factor", 1.0),
                       ("grace_observations", -1), ("ghost_capacity", -1), ("ghost_max_age_observations", -1)):
@@ -320,6 +358,12 @@ def benefit_cases() -> Iterator[Json]:
     for seed in range(1, 31):
         config = CONFIGS[seed % len(CONFIGS)]
         yield benefit_case(f"random operations: seed {seed}", "xorshift64 operations", config, random_operations(XorShift64(seed), 30))
+    for seed, numbering in enumerate(KEY_NUMBERINGS[1:], start=101):  # FIX-7, BEN-KEY-1: keys across the whole domain
+        yield benefit_case(f"random operations: keys {numbering}", "xorshift64 operations, keys and segment ids across [0, 2**64 - 1]",
+                           CONFIGS[seed % len(CONFIGS)], random_operations(XorShift64(seed), 30, numbering), clauses=("BEN-KEY-1",))
+    for knob, value in WIDE_BENEFIT_KNOBS:  # FIX-7: BEN-CONF-1 to BEN-CONF-7 at the ends of their domains
+        config = {**DEFAULTS, knob: to_double(value) if isinstance(value, float) else value}
+        yield benefit_case(f"whole domain: {knob} {value}", "BEN-CONF-8", config, random_operations(XorShift64(7), 12))
 
 
 TWO_53 = 2.0**53

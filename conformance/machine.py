@@ -2,13 +2,22 @@
 and they must agree after each one (spec/replay.md, spec/s3fifo.md, spec/lru.md, spec/fifo.md).
 
 Requests are drawn as a tree of conversations (chained prefixes: fresh, extend, branch, repeat,
-one-off scans), so that a shrunk counterexample is a short, realistic trace. Configurations are
+one-off scans), so that a shrunk counterexample is a short, realistic trace, and as arbitrary
+mixes of earlier and fresh ids: an old id after a new one, a ghost hit in the middle of a
+request, an id repeated within one request (REPLAY-TRACE-4). Fresh ids are numbered across the
+whole domain of REPLAY-TRACE-2 (strategies.ID_NUMBERINGS): small ones first, then ids that
+collide in a narrower key, ids equal as doubles, both bounds, negative ids. Configurations are
 drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, small_ratio near 0
-and 1, and configurations the spec refuses (S3-CONF-5), which the implementation must refuse too.
+and 1, and now and then a value from the whole domain, 2**63 - 1 and the values the spec refuses
+(REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-5, S3-CONF-6) included, which the
+implementation must refuse too; a configuration both refused is followed by another, so that an
+example tries many and still sends requests.
 """
 
+import math
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
@@ -17,10 +26,11 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.reference import ConfigError
 from kvspec.reference.s3fifo import ratio_is_valid
-from kvspec.reference.validation import check_count
+from kvspec.reference.validation import INT64_MAX, check_count
 
 from .faults import Located, Location, located
 from .lockstep import Divergence, Lockstep
+from .strategies import ID_NUMBERINGS, PLAIN, Numbering, now_and_then
 
 
 @dataclass
@@ -28,12 +38,21 @@ class Conversations:
     """The requests so far, to draw the next one from (REPLAY-PREFIX-1 needs shared prefixes)."""
 
     requests: list[list[int]] = field(default_factory=list)
-    next_id: int = 1
+    numbering: Numbering = PLAIN  # of the fresh ids: one for the whole example
+    serial: int = 0  # how many fresh ids were drawn
+    prompt_tokens: int = 0  # the sum of the requests' input lengths
 
     def fresh(self, n: int) -> list[int]:
-        ids = list(range(self.next_id, self.next_id + n))
-        self.next_id += n
+        """n ids never drawn before."""
+        ids = [self.numbering(self.serial + i) for i in range(1, n + 1)]
+        self.serial += n
         return ids
+
+    def earlier(self, back: int) -> int:
+        """An id of an earlier request, ``back`` distinct ids behind the most recent one (the
+        oldest ones, evicted by now, are ghosts of S3FIFO's)."""
+        seen = list(dict.fromkeys(h for ids in reversed(self.requests) for h in reversed(ids)))
+        return seen[back % len(seen)]
 
 
 @dataclass(frozen=True)
@@ -52,22 +71,46 @@ class Pins:
             check_count(self.max_freq, 0, "S3-CONF-6", "max_freq")
 
 
-def config_strategy(policy: str, pins: Pins = Pins()) -> st.SearchStrategy[AdapterConfig]:
-    """Configurations around the edges, refused ones included."""
-    ratios = st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0)
-    freqs = st.sampled_from([0, 1, 3]) | st.integers(0, 5)
+# Whole-domain values of each knob, the refused ones included (REPLAY-CONF-1, REPLAY-CONF-2,
+# S3-CONF-1, S3-CONF-6). JSON has no NaN or infinity, so a ratio that is not finite goes only to
+# an in-process adapter (PROTO-3).
+WIDE_COUNTS = [INT64_MAX, 0, -1, 2**32 + 1]
+WIDE_BLOCK_SIZES = [INT64_MAX, 0, -1, 2**62 + 1]
+WIDE_FREQS = [INT64_MAX, -1, 2**32]
+WIDE_RATIOS = [1.5, -0.25]
+NON_FINITE = [math.nan, math.inf, -math.inf]
+
+
+# A request's shape: the realistic ones (a fresh conversation, its next turn, an exact repeat, a
+# branch part-way, a one-off scan) and an arbitrary mix of earlier and fresh ids.
+SHAPES = ["extend", "fresh", "repeat", "branch", "scan", "mix"]
+NUMBERINGS = st.sampled_from(ID_NUMBERINGS)
+KEEPS = st.integers(0, 12)  # how much of its parent a branch keeps
+MIXES = st.lists(st.integers(0, 23), min_size=1, max_size=6)
+
+
+@cache  # built once: building a strategy costs more than drawing from it
+def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = False) -> st.SearchStrategy[AdapterConfig]:
+    """Configurations around the edges, now and then a knob from the whole domain, refused ones
+    included; ``non_finite`` adds ratios that are NaN or infinite (for an in-process adapter).
+    LRU and FIFO get S3FIFO's knobs too, which they must ignore (REPLAY-CONF-3)."""
+    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite)
+    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS)
+    if policy != "s3fifo":
+        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite), now_and_then(st.just(3), WIDE_FREQS)
     if pins.small_ratio is not None:
         ratios = st.just(pins.small_ratio)
     if pins.max_freq is not None:
         freqs = st.just(pins.max_freq)
-    capacities = st.sampled_from([1, 2, 3, 5, 6, 7, 10, 11, 15, 25]) | st.integers(1, 48)
+    # 6 first: the smallest S3FIFO cache at the first ratio, 0.1, so that shrinking leads to a valid one.
+    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS)
     return st.builds(
         AdapterConfig,
         policy=st.just(policy),
         capacity=capacities,
-        block_size=st.sampled_from([1, 4, 16, 512]),
-        small_ratio=ratios if policy == "s3fifo" else st.just(0.1),
-        max_freq=freqs if policy == "s3fifo" else st.just(3),
+        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES),
+        small_ratio=ratios,
+        max_freq=freqs,
     )
 
 
@@ -78,7 +121,8 @@ class CertificationMachine(RuleBasedStateMachine):
     policy: str
     pins: Pins = Pins()
     fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
-    examples: int = 0  # how many examples (one configuration and its requests) have started
+    non_finite_ratios: bool = False  # an in-process implementation can be sent a NaN or infinite small_ratio
+    examples: int = 0  # how many examples (configurations up to an accepted one, and its requests) have started
     first_failure: Divergence | None = None
 
     def __init__(self) -> None:
@@ -91,7 +135,11 @@ class CertificationMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def configure(self, data: st.DataObject) -> None:
         """Both accept the configuration, or both refuse it."""
-        config = data.draw(config_strategy(self.policy, self.pins), label="config")
+        self.next_configuration(data)
+
+    def next_configuration(self, data: st.DataObject) -> None:
+        """One configuration, to both (Lockstep.configure); the lockstep if both accepted it."""
+        config = data.draw(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios), label="config")
         self.started = lockstep = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), config)
         if lockstep.configure():
             self.lockstep = lockstep
@@ -109,34 +157,45 @@ class CertificationMachine(RuleBasedStateMachine):
         if isinstance(failure, Divergence) and type(self).first_failure is None:
             type(self).first_failure = failure
 
-    @rule(
-        kind=st.sampled_from(["extend", "fresh", "repeat", "branch", "scan"]),
-        pick=st.integers(0, 7),
-        blocks=st.integers(1, 4),
-        keep=st.integers(0, 12),
-        tokens=st.integers(0, 511),
-    )
-    def request(self, kind: str, pick: int, blocks: int, keep: int, tokens: int) -> None:
-        """One request, sent to both (Lockstep.request checks everything they must agree on)."""
-        if self.lockstep is None:
-            return  # both refused the configuration: nothing more to compare
-        hash_ids = self.draw_request(kind, pick, blocks, keep)
-        block_size = self.lockstep.config.block_size
-        self.lockstep.request(hash_ids, (len(hash_ids) - 1) * block_size + 1 + tokens % block_size)
-        self.conversations.requests.append(hash_ids)
+    @rule(kind=st.sampled_from(SHAPES), pick=st.integers(0, 7), blocks=st.integers(1, 4), tokens=st.integers(-1, 511), data=st.data())
+    def request(self, kind: str, pick: int, blocks: int, tokens: int, data: st.DataObject) -> None:
+        """One request, sent to both (Lockstep.request checks everything they must agree on).
+        ``pick`` chooses an earlier request, ``blocks`` how many fresh ids follow, ``tokens`` the
+        size of the last block (-1: a full one); ``data`` draws what only some shapes need."""
+        if self.lockstep is None:  # both refused the configuration: another replaces it (PROTO-7)
+            self.next_configuration(data)
+            return
+        conversations = self.conversations
+        # REPLAY-TRACE-2: input_length <= 2**63 - 1, and so must their sum be, the replay's
+        # total_prompt_tokens (REPLAY-RESULT-3), for the counterexample to replay. A huge block size
+        # allows fewer blocks.
+        room, block_size = INT64_MAX - conversations.prompt_tokens, self.lockstep.config.block_size
+        if room < 1:
+            return  # huge blocks have used up every token a trace can hold
+        hash_ids = self.draw_request(kind, pick, blocks, data)[: (room - 1) // block_size + 1]
+        full = (len(hash_ids) - 1) * block_size
+        input_length = full + 1 + tokens % min(block_size, room - full)
+        self.lockstep.request(hash_ids, input_length)
+        conversations.requests.append(hash_ids)
+        conversations.prompt_tokens += input_length
 
-    def draw_request(self, kind: str, pick: int, blocks: int, keep: int) -> list[int]:
-        earlier = self.conversations.requests
+    def draw_request(self, kind: str, pick: int, blocks: int, data: st.DataObject) -> list[int]:
+        conversations = self.conversations
+        earlier = conversations.requests
+        if not earlier:  # the first request: how this example numbers its ids
+            conversations.numbering = data.draw(NUMBERINGS, label="ids")
         if not earlier or kind == "fresh":
-            return self.conversations.fresh(blocks)
+            return conversations.fresh(blocks)
         if kind == "scan":
-            return self.conversations.fresh(blocks + 6)
+            return conversations.fresh(blocks + 6)
+        if kind == "mix":  # 0: a fresh id; n: the n-th most recent id seen (REPLAY-TRACE-4 repeats it)
+            return [conversations.earlier(n - 1) if n else conversations.fresh(1)[0] for n in data.draw(MIXES, label="mix")]
         parent = earlier[-1 - pick % len(earlier)]
         if kind == "repeat":
             return list(parent)
         if kind == "extend":
-            return parent + self.conversations.fresh(blocks)
-        return parent[: keep % len(parent)] + self.conversations.fresh(blocks)
+            return parent + conversations.fresh(blocks)
+        return parent[: data.draw(KEEPS, label="keep") % len(parent)] + conversations.fresh(blocks)
 
 
 def started(implementation: Implementation, fresh: bool) -> object:
@@ -149,6 +208,8 @@ def started(implementation: Implementation, fresh: bool) -> object:
 
 
 def machine_for(implementation: Implementation, policy: str, pins: Pins = Pins(), fresh_each_example: bool = False) -> type[CertificationMachine]:
-    """A machine class that certifies ``implementation`` on ``policy``, with ``pins`` held fixed."""
-    return type(f"Certify{policy.upper()}", (CertificationMachine,),
-                {"implementation": implementation, "policy": policy, "pins": pins, "fresh_each_example": fresh_each_example})
+    """A machine class that certifies ``implementation`` on ``policy``, with ``pins`` held fixed. Only
+    an in-process implementation is sent non-finite ratios: JSON has no number for them."""
+    attributes = {"implementation": implementation, "policy": policy, "pins": pins, "fresh_each_example": fresh_each_example,
+                  "non_finite_ratios": implementation.in_process}
+    return type(f"Certify{policy.upper()}", (CertificationMachine,), attributes)

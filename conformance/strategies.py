@@ -11,19 +11,62 @@ exactly, or is a one-off scan that nobody reuses. ``input_length`` falls anywher
 ``arbitrary_traces`` drops the chaining: ids come from a small pool, may repeat inside one
 request and may appear at any position. No real trace looks like that, but the spec does not
 forbid it, and it is where "longest prefix" and "set intersection" part ways.
+
+Ids are numbered across the whole domain (``ID_NUMBERINGS``: REPLAY-TRACE-2's signed 64 bits;
+``KEY_NUMBERINGS``: BEN-KEY-1's unsigned ones), so that an implementation that keeps them in a
+narrower integer or in a double sees two distinct ids as one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import no_type_check
+from typing import TypeVar, no_type_check
 
 from hypothesis import strategies as st
+
+from kvspec.reference.validation import INT64_MIN
+
+T = TypeVar("T")
 
 # (hash_ids, input_length) for each request, in arrival order.
 Request = tuple[list[int], int]
 
 BLOCK_SIZES = (1, 2, 3, 4, 16, 512)
+
+
+class Numbering:
+    """The n-th fresh id is base + stride * n, wrapped into the 2**64 integers from ``low``:
+    distinct for every n below 2**11 (the largest stride is 2**53)."""
+
+    def __init__(self, name: str, base: int, stride: int, low: int = INT64_MIN) -> None:
+        self.name, self.base, self.stride, self.low = name, base, stride, low
+
+    def __call__(self, n: int) -> int:
+        return (self.base + self.stride * n - self.low) % 2**64 + self.low
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+PLAIN = Numbering("n", 0, 1)
+GOLDEN = 0x9E3779B97F4A7C15  # odd: n * GOLDEN mod 2**64 is a permutation, spreading ids over every bit
+# REPLAY-TRACE-2: [-2**63, 2**63 - 1]. Plain first, so that shrinking leads to small ids; then ids
+# equal modulo 2**8, 2**16, 2**32 and 2**53 (what 8-, 16-, 32- and 53-bit keys keep), ids equal as
+# doubles (2**53 + 1 and 2**53, 2**63 - 1 and 2**63 - 2), both bounds, negative ids, every bit.
+ID_NUMBERINGS = (PLAIN, Numbering("2**8 * n", 0, 2**8), Numbering("2**16 * n", 0, 2**16), Numbering("2**32 * n", 0, 2**32),
+                 Numbering("2**53 * n", 0, 2**53), Numbering("2**53 + n", 2**53, 1), Numbering("2**63 - n", 2**63, -1),
+                 Numbering("-2**63 - 1 + n", INT64_MIN - 1, 1), Numbering("-n", 0, -1), Numbering("n * 0x9E3779B97F4A7C15", 0, GOLDEN))
+# BEN-KEY-1: [0, 2**64 - 1], the same collisions; 0 and 2**64 - 1 are the bounds, 2**63 + n is
+# beyond a signed 64-bit integer.
+KEY_NUMBERINGS = (Numbering("n", 0, 1, 0), Numbering("2**8 * n", 0, 2**8, 0), Numbering("2**16 * n", 0, 2**16, 0),
+                  Numbering("2**32 * n", 0, 2**32, 0), Numbering("2**53 * n", 0, 2**53, 0), Numbering("2**53 + n", 2**53, 1, 0),
+                  Numbering("2**64 - n", 2**64, -1, 0), Numbering("n - 1", -1, 1, 0), Numbering("2**63 + n", 2**63, 1, 0),
+                  Numbering("n * 0x9E3779B97F4A7C15", 0, GOLDEN, 0))
+
+
+def now_and_then(usual: st.SearchStrategy[T], wide: list[T], one_in: int = 4) -> st.SearchStrategy[T]:
+    """One of ``wide`` once in ``one_in`` draws, ``usual`` otherwise; shrinking leads to ``usual``."""
+    return st.integers(1, one_in).flatmap(lambda i: st.sampled_from(wide) if i == one_in else usual)
 
 
 @dataclass(frozen=True)
@@ -60,14 +103,12 @@ def conversation_traces(
 ) -> Trace:
     """A tree of conversations with chained prefix hashes (see the module docstring)."""
     block_size = draw(block_sizes)
-    # Ids are fresh integers; where they start does not matter to the spec, so let the
-    # int64 edges show up now and then.
-    base = draw(st.sampled_from([1, 0, -(2**63), 2**63 - 10_000]))
-    next_id = [base]
+    numbering = draw(st.sampled_from(ID_NUMBERINGS))  # where ids lie does not matter to the spec
+    serial = [0]
 
     def fresh(n: int) -> list[int]:
-        ids = list(range(next_id[0], next_id[0] + n))
-        next_id[0] += n
+        ids = [numbering(serial[0] + i) for i in range(1, n + 1)]
+        serial[0] += n
         return ids
 
     requests: list[Request] = []
@@ -106,7 +147,9 @@ def arbitrary_traces(
 ) -> Trace:
     """Unchained ids from a small pool: reuse at any position, repeats inside a request."""
     block_size = draw(block_sizes)
-    hash_lists = draw(st.lists(st.lists(st.integers(0, pool - 1), min_size=1, max_size=max_blocks), min_size=1, max_size=max_requests))
+    numbering = draw(st.sampled_from(ID_NUMBERINGS))
+    hash_lists = draw(st.lists(st.lists(st.integers(0, pool - 1).map(numbering), min_size=1, max_size=max_blocks), min_size=1,
+                               max_size=max_requests))
     return Trace(block_size, [(hashes, input_length_for(draw, len(hashes), block_size)) for hashes in hash_lists])
 
 

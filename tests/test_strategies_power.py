@@ -1,0 +1,378 @@
+"""The suite reaches what real implementations get wrong (issue 10, section 2): hand-made wrong
+implementations, each one plausible mistake away from conformance/mutants.py's CanonicalS3FIFO or
+conformance/benefit_mutants.py's CanonicalBenefit, fail `certify` quick at seed 0; the key-width
+and de-duplication ones fail the fixtures at the results level too. And what certify draws (ids,
+keys, configurations) and what the corpus holds cover the whole domain (REPLAY-TRACE-2, BEN-KEY-1,
+FIX-6, FIX-7)."""
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvspec.adapters import Implementation
+from kvspec.adapters.inprocess import InProcessAdapter
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused
+from kvspec.adapters.reference import ReferenceAdapter
+from kvspec.conformance.benefit_mutants import CanonicalBenefit
+from kvspec.conformance.certify import certify_policy
+from kvspec.conformance.fixture_runner import read_manifest, verify
+from kvspec.conformance.machine import config_strategy, machine_for
+from kvspec.conformance.mutants import CanonicalS3FIFO
+from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
+from kvspec.reference.validation import INT64_MAX, INT64_MIN
+
+CORPUS = Path(__file__).resolve().parent.parent / "spec" / "fixtures"
+
+
+def signed(bits: int) -> Callable[[int], int]:
+    """What a signed integer of ``bits`` bits keeps of an id."""
+    return lambda h: (h + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+
+
+def unsigned(bits: int) -> Callable[[int], int]:
+    return lambda key: key % 2**bits
+
+
+def as_double(value: int) -> int:
+    """What a double keeps of an integer (JavaScript's Number, a JSON parser into float64)."""
+    return int(float(value))
+
+
+# S3FIFO, LRU and FIFO ---------------------------------------------------------------------------
+
+
+class NarrowIds(CanonicalS3FIFO):
+    """Keeps hash ids in a narrower type than REPLAY-TRACE-2's signed 64 bits."""
+
+    narrow: Callable[[int], int] = staticmethod(signed(32))
+
+    def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
+        return super().hit_tokens([self.narrow(h) for h in hash_ids], input_length)
+
+    def access(self, hash_ids: list[int]) -> None:
+        super().access([self.narrow(h) for h in hash_ids])
+
+
+class Int32Ids(NarrowIds):
+    pass
+
+
+class Int8Ids(NarrowIds):
+    narrow = staticmethod(signed(8))
+
+
+class DoubleIds(NarrowIds):
+    narrow = staticmethod(as_double)
+
+
+class DeduplicatedRequest(CanonicalS3FIFO):
+    """Treats a request as the set of its ids, in order of first appearance (breaks REPLAY-TRACE-4)."""
+
+    def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
+        return super().hit_tokens(list(dict.fromkeys(hash_ids)), input_length)
+
+    def access(self, hash_ids: list[int]) -> None:
+        super().access(list(dict.fromkeys(hash_ids)))
+
+
+class GhostKeptOnHit(CanonicalS3FIFO):
+    """A ghost hit admits the hash to M and leaves it in G too (breaks S3-ACCESS-3)."""
+
+    def s3fifo_access(self, h: int) -> None:
+        if h in self.ghost and not self.is_resident(h):
+            self.admit_to_main(h, 0)
+            return
+        super().s3fifo_access(h)
+
+
+class RefusesLargest(CanonicalS3FIFO):
+    """Checks a knob with ``< 2**63 - 1``: refuses the largest value the spec accepts."""
+
+    knob = "capacity"
+
+    def configure(self, config: AdapterConfig) -> None:
+        if getattr(config, self.knob) == INT64_MAX:
+            raise ConfigRefused(f"{self.knob} too large")
+        super().configure(config)
+
+
+class RefusesLargestCapacity(RefusesLargest):
+    pass
+
+
+class RefusesLargestBlockSize(RefusesLargest):
+    knob = "block_size"
+
+
+class RefusesLargestMaxFreq(RefusesLargest):
+    knob = "max_freq"
+
+
+class AcceptsBlockSizeZero(CanonicalS3FIFO):
+    """Checks block_size >= 0 (breaks REPLAY-CONF-2): every hit is then 0 tokens."""
+
+    def configure(self, config: AdapterConfig) -> None:
+        super().configure(replace(config, block_size=config.block_size or 1))
+        self.config = config
+
+
+class Lenient(CanonicalS3FIFO):
+    """Replaces an S3FIFO knob the spec refuses by a usable one instead of refusing it."""
+
+    def configure(self, config: AdapterConfig) -> None:
+        super().configure(self.lenient(config) if config.policy == "s3fifo" else config)
+
+    def lenient(self, config: AdapterConfig) -> AdapterConfig:
+        return replace(config, max_freq=max(config.max_freq, 0))
+
+
+class AcceptsNegativeMaxFreq(Lenient):
+    """max_freq -1 taken as 0 (breaks S3-CONF-6)."""
+
+
+class AcceptsNaNRatio(Lenient):
+    """A NaN small_ratio taken as the default 0.1 (breaks S3-CONF-1)."""
+
+    def lenient(self, config: AdapterConfig) -> AdapterConfig:
+        return replace(config, small_ratio=0.1) if math.isnan(config.small_ratio) else config
+
+
+class AcceptsInfiniteRatio(Lenient):
+    """An infinite small_ratio taken as the default 0.1 (breaks S3-CONF-1)."""
+
+    def lenient(self, config: AdapterConfig) -> AdapterConfig:
+        return replace(config, small_ratio=0.1) if math.isinf(config.small_ratio) else config
+
+
+class AcceptsRatioAboveOne(Lenient):
+    """A small_ratio above 1 taken as the default 0.1 (breaks S3-CONF-1)."""
+
+    def lenient(self, config: AdapterConfig) -> AdapterConfig:
+        return replace(config, small_ratio=0.1) if config.small_ratio > 1.0 else config
+
+
+# (wrong implementation, policy): the key-width and S3FIFO-only ones on S3FIFO, the rest on all three.
+REPLAY_WRONG = [
+    *((cls, "s3fifo") for cls in (Int32Ids, Int8Ids, DoubleIds, GhostKeptOnHit, RefusesLargestMaxFreq, AcceptsNegativeMaxFreq,
+                                  AcceptsNaNRatio, AcceptsInfiniteRatio, AcceptsRatioAboveOne)),
+    *((cls, policy) for cls in (DeduplicatedRequest, RefusesLargestCapacity, RefusesLargestBlockSize, AcceptsBlockSizeZero)
+      for policy in ("s3fifo", "lru", "fifo")),
+]
+
+
+# The benefit policy ----------------------------------------------------------------------------
+
+
+class NarrowKeys(CanonicalBenefit):
+    """Keeps keys and segment ids in a narrower type than BEN-KEY-1's unsigned 64 bits."""
+
+    narrow: Callable[[int], int] = staticmethod(unsigned(32))
+
+    def pins(self, pinned: frozenset[int]) -> frozenset[int]:
+        return frozenset(self.narrow(key) for key in pinned)
+
+    def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
+                           pinned: frozenset[int]) -> Decision:
+        segments = [(self.narrow(segment), size) for segment, size in shared]
+        return super().consider_admission(self.narrow(key), exclusive_bytes, segments, cost, self.pins(pinned))
+
+    def record_hit(self, key: int, cost: CostSample) -> Decision | None:
+        return super().record_hit(self.narrow(key), cost)
+
+    def record_miss(self, key: int) -> None:
+        super().record_miss(self.narrow(key))
+
+    def choose_victims(self, bytes_to_free: int, pinned: frozenset[int]) -> Victims:
+        return super().choose_victims(bytes_to_free, self.pins(pinned))
+
+    def select_probation_cap_victims(self, pinned: frozenset[int]) -> CapRepair:
+        return super().select_probation_cap_victims(self.pins(pinned))
+
+    def remove(self, key: int, pinned: frozenset[int]) -> CapRepair | None:
+        return super().remove(self.narrow(key), self.pins(pinned))
+
+
+class Uint32Keys(NarrowKeys):
+    pass
+
+
+class Uint8Keys(NarrowKeys):
+    narrow = staticmethod(unsigned(8))
+
+
+class DoubleKeys(NarrowKeys):
+    narrow = staticmethod(as_double)
+
+
+class RefusesLargestBudget(CanonicalBenefit):
+    """Checks probation_byte_budget < 2**63 - 1 (breaks BEN-CONF-1)."""
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        if config.probation_byte_budget == INT64_MAX:
+            raise ConfigRefused("probation_byte_budget too large")
+        super().configure_benefit(config)
+
+
+class AcceptsNaNDecay(CanonicalBenefit):
+    """A NaN decay_factor taken as the default 0.9 (breaks BEN-CONF-4)."""
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        super().configure_benefit(replace(config, decay_factor=0.9) if math.isnan(config.decay_factor) else config)
+
+
+class AcceptsInfiniteReuseProbability(CanonicalBenefit):
+    """An infinite min_reuse_probability clamped to 1 (breaks BEN-CONF-3)."""
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        probability = config.min_reuse_probability
+        super().configure_benefit(replace(config, min_reuse_probability=1.0) if math.isinf(probability) else config)
+
+
+BENEFIT_WRONG = [Uint32Keys, Uint8Keys, DoubleKeys, RefusesLargestBudget, AcceptsNaNDecay, AcceptsInfiniteReuseProbability]
+
+
+# Certify catches every one ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cls", "policy"), REPLAY_WRONG, ids=lambda p: p if isinstance(p, str) else p.__name__)
+def test_certify_quick_catches_a_wrong_replay_implementation(cls: type[CanonicalS3FIFO], policy: str) -> None:
+    assert not certify_policy(cls(), policy, "quick", 0).conforms, f"{cls.__name__} conforms on {policy}"
+
+
+@pytest.mark.parametrize("cls", BENEFIT_WRONG, ids=lambda cls: cls.__name__)
+def test_certify_quick_catches_a_wrong_benefit_implementation(cls: type[CanonicalBenefit]) -> None:
+    assert not certify_policy(cls(), "benefit", "quick", 0).conforms, f"{cls.__name__} conforms"
+
+
+def results_level(cls: type[Any]) -> Any:
+    """``cls``, seen as an implementation without state access (PROTO-6's "results" level)."""
+    return type(cls.__name__, (cls,), {"level": "results"})()
+
+
+def test_certify_at_the_results_level_catches_a_ghost_left_in_place() -> None:
+    """S3-ACCESS-3 seen through hit tokens and resident counts alone: ghost hits in the middle
+    of a request, and old ids after new ones, make the stale ghost entry matter."""
+    assert not certify_policy(results_level(GhostKeptOnHit), "s3fifo", "quick", 0).conforms
+
+
+@pytest.mark.parametrize("cls", [Int32Ids, Int8Ids, DoubleIds, DeduplicatedRequest, Uint32Keys, Uint8Keys, DoubleKeys],
+                         ids=lambda cls: cls.__name__)
+def test_FIX_6_FIX_7_the_fixtures_catch_key_width_and_deduplication_at_the_results_level(cls: type) -> None:
+    results = verify(CORPUS, lambda: results_level(cls), {})
+    assert any(result.verdict == "fail" for result in results), f"{cls.__name__} passes every fixture"
+
+
+# What certify draws and what the corpus holds ----------------------------------------------------
+
+
+class Recording(ReferenceAdapter):
+    """The reference, recording what it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.configs: list[AdapterConfig] = []
+        self.requests: list[list[int]] = []
+
+    def configure(self, config: AdapterConfig) -> None:
+        self.configs.append(config)
+        super().configure(config)
+
+    def access(self, hash_ids: list[int]) -> None:
+        self.requests.append(list(hash_ids))
+        super().access(hash_ids)
+
+
+def over_the_protocol(adapter: ReferenceAdapter) -> Implementation:
+    """``adapter`` as certify sees an implementation over the protocol (a ``cmd:`` spec)."""
+    return Implementation("cmd:recorded", launch=lambda: InProcessAdapter("cmd:recorded", lambda: adapter))
+
+
+def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_domain() -> None:
+    adapter = Recording()
+    assert certify_policy(over_the_protocol(adapter), "s3fifo", "quick", 0).conforms
+    ids = {h for request in adapter.requests for h in request}
+    assert min(ids) == INT64_MIN and max(ids) == INT64_MAX and any(h < 0 for h in ids) and any(0 < h < 100 for h in ids)
+    for bits in (8, 16, 32, 53):  # distinct ids a narrower key would keep as one
+        assert len({h % 2**bits for h in ids}) < len(ids), bits
+    assert len({float(h) for h in ids}) < len(ids)
+    assert any(len(set(request)) < len(request) for request in adapter.requests)  # REPLAY-TRACE-4
+    configs = adapter.configs
+    assert {INT64_MAX, 0, -1} <= {c.capacity for c in configs} and {INT64_MAX, 0} <= {c.block_size for c in configs}
+    assert {INT64_MAX, -1} <= {c.max_freq for c in configs} and any(c.small_ratio > 1 for c in configs)
+    assert all(math.isfinite(c.small_ratio) for c in configs), "a ratio JSON cannot carry went to a protocol adapter"
+    assert not machine_for(over_the_protocol(adapter), "s3fifo").non_finite_ratios
+    assert machine_for(Implementation.of(CanonicalS3FIFO()), "s3fifo").non_finite_ratios
+
+
+def test_S3_CONF_1_non_finite_ratios_are_drawn_for_in_process_adapters_only() -> None:
+    from hypothesis import find, given, settings
+
+    search = settings(database=None, max_examples=5000)
+    for non_finite in (math.isnan, math.isinf):
+        find(config_strategy("s3fifo", non_finite=True), lambda config: non_finite(config.small_ratio), settings=search)
+
+    @settings(max_examples=1000, database=None, derandomize=True)
+    @given(config_strategy("s3fifo", non_finite=False))
+    def finite(config: AdapterConfig) -> None:
+        assert math.isfinite(config.small_ratio)
+
+    finite()
+
+
+def test_REPLAY_TRACE_2_a_huge_block_size_keeps_input_lengths_and_their_sum_in_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = Recording()
+    lengths: list[list[int]] = []  # by configuration
+    configure, hit_tokens = adapter.configure, adapter.hit_tokens
+
+    def record_configure(config: AdapterConfig) -> None:
+        lengths.append([])
+        configure(config)
+
+    def record_hit_tokens(hash_ids: list[int], input_length: int) -> int:
+        lengths[-1].append(input_length)
+        return hit_tokens(hash_ids, input_length)
+
+    adapter.configure, adapter.hit_tokens = record_configure, record_hit_tokens  # type: ignore[method-assign]
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from kvspec.conformance import machine
+
+    class HugeBlocks(machine_for(Implementation.of(adapter), "lru")):  # type: ignore[misc]
+        pass
+
+    original = machine.config_strategy
+    monkeypatch.setattr(machine, "config_strategy", lambda *args, **kwargs: original(*args, **kwargs).map(
+        lambda config: replace(config, block_size=2**62 + 1, capacity=4)))
+    run_state_machine_as_test(HugeBlocks, settings=settings(max_examples=30, stateful_step_count=10, database=None, derandomize=True,
+                                                            suppress_health_check=list(HealthCheck)))
+    assert all(sum(each) <= INT64_MAX for each in lengths) and any(length > 2**62 + 1 for each in lengths for length in each)
+
+
+def corpus_cases(kind: str) -> list[dict[str, Any]]:
+    return [json.loads((CORPUS / entry["path"]).read_text()) for entry in read_manifest(CORPUS) if entry["kind"] == kind]
+
+
+def test_FIX_6_the_replay_cases_hold_ids_across_the_whole_domain_and_repeated_ids() -> None:
+    requests = [step["hash_ids"] for case in corpus_cases("replay") for step in case["requests"]]
+    ids = {h for request in requests for h in request}
+    assert min(ids) == INT64_MIN and max(ids) == INT64_MAX and any(h < 0 for h in ids)
+    assert any(h >= 2**53 for h in ids) and any(2**32 <= h < 2**53 for h in ids)
+    for case in corpus_cases("replay"):
+        if "2**32 * n" in case["title"] and "repeated" in case["title"]:
+            case_ids = {h for step in case["requests"] for h in step["hash_ids"]}
+            assert len({h % 2**32 for h in case_ids}) == 1 < len(case_ids)
+    assert any(len(set(request)) < len(request) for request in requests)  # REPLAY-TRACE-4
+    configs = [case["config"] for case in corpus_cases("replay")]
+    assert {INT64_MAX, INT64_MIN} <= {c["capacity"] for c in configs} & {c["block_size"] for c in configs}
+
+
+def test_FIX_7_the_benefit_cases_hold_keys_across_the_whole_domain() -> None:
+    keys = {step["request"]["key"] for case in corpus_cases("benefit") for step in case["operations"] if "key" in step["request"]}
+    assert {0, 2**64 - 1} <= keys and any(2**32 <= key < 2**53 for key in keys) and any(2**63 <= key for key in keys)
+    assert len({float(key) for key in keys}) < len(keys)
