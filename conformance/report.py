@@ -193,11 +193,14 @@ def markdown(report: Report) -> str:
                   f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]
         lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
         for number, failure in enumerate(verdict.failures, start=1):
-            lines += ["", f"### Divergence {number}", "", f"- clauses: {clause_line(failure)}"]
+            fault = all(clause.startswith("PROTO-") for clause in failure.clauses)  # it failed, rather than answered otherwise
+            lines += ["", f"### {'Fault' if fault else 'Divergence'} {number}", "", f"- clauses: {clause_line(failure)}"]
             if failure.clauses:
                 step = "operation" if verdict.policy == "benefit" else "request"
-                lines += [f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}",
-                          f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`", f"- configuration: `{failure.config}`"]
+                lines.append(f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}")
+                if not fault:
+                    lines += [f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`"]
+                lines.append(f"- configuration: `{failure.config}`")
             if failure.trace_file:
                 lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
             lines += ["", "```", failure.message, "", failure.steps, "```"]
