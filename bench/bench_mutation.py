@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,10 +95,19 @@ def certify_verdict(module: Module) -> str:
     certify.settings = without_shrinking  # type: ignore[assignment]
     make = canonical_factory(module, "state")
     for policy in module.policies:
-        outcome = certify.certify_policy(make(), policy, "quick", 0)  # type: ignore[arg-type]
+        adapter = make()
+        cli_identity(adapter)
+        outcome = certify.certify_policy(adapter, policy, "quick", 0)  # type: ignore[arg-type]
         if not outcome.conforms:
             return f"{policy}: {first_line(outcome.findings[0].message)}"
     return ""
+
+
+def cli_identity(adapter: object) -> str:
+    """The line `kvspec certify` prints first, from the adapter's identity (the report has it too):
+    a mutant that breaks the identity fails the command there, before certify_policy runs."""
+    identity = adapter.identity  # type: ignore[attr-defined]
+    return f"{identity.name} {identity.version} ({identity.language}), level {adapter.level}"  # type: ignore[attr-defined]
 
 
 def fixtures_verdict(module: Module) -> str:
@@ -201,6 +210,9 @@ def run_cosmic_ray(name: str, module: Module, work: Path, deadline: float) -> fl
 # -- the score ------------------------------------------------------------------------------------
 
 
+Key = tuple[str, str, str, str, str, int]
+
+
 @dataclass(frozen=True)
 class Mutant:
     file: str
@@ -212,17 +224,29 @@ class Mutant:
     mutated: str
     diff: str
     verdicts: dict[str, dict[str, str]]
+    twin: int = 0  # how many mutants before this one, in line order, have the same key otherwise
 
-    def key(self) -> tuple[str, str, str, str, str]:
+    def key(self) -> Key:
         """Stable across unrelated edits: no line number, no occurrence."""
-        return (self.file, self.function, self.operator, self.original, self.mutated)
+        return (self.file, self.function, self.operator, self.original, self.mutated, self.twin)
 
 
 def changed_lines(diff: str, sign: str) -> str:
-    return " / ".join(line[1:].strip() for line in diff.splitlines() if line.startswith(sign) and not line.startswith(sign * 3))
+    changed = (line[1:].strip() for line in diff.splitlines() if line.startswith(sign) and not line.startswith(sign * 3))
+    return " / ".join(line for line in changed if line)
 
 
-def mutants_of(session: Path) -> Iterator[Mutant]:
+def mutants_of(session: Path) -> list[Mutant]:
+    """The session's mutants, line by line, each told apart from its twins (the same change in the
+    same function, e.g. a decorator removed from two classes)."""
+    mutants: list[Mutant] = []
+    for mutant in sorted(session_mutants(session), key=lambda m: (m.line, m.operator, m.occurrence)):
+        twin = sum(m.key() == mutant.key() for m in mutants)
+        mutants.append(replace(mutant, twin=twin) if twin else mutant)
+    return mutants
+
+
+def session_mutants(session: Path) -> Iterator[Mutant]:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome
 
@@ -247,20 +271,23 @@ def judge_output(output: str, worker_outcome: object, test_outcome: object) -> d
     return {j: {"verdict": "error", "by": str(worker_outcome), "why": f"{test_outcome}: {first_line(output)}"} for j in JUDGES}
 
 
-def load_equivalents(path: Path) -> dict[tuple[str, ...], dict[str, object]]:
+Equivalents = dict[Key, dict[str, object]]
+
+
+def load_equivalents(path: Path) -> Equivalents:
     if not path.exists():
         return {}
     entries = json.loads(path.read_text(encoding="utf-8"))["equivalents"]
-    return {(e["file"], e["function"], e["operator"], e["line"], e["mutated"]): e for e in entries}
+    return {(e["file"], e["function"], e["operator"], e["line"], e["mutated"], e.get("twin", 0)): e for e in entries}
 
 
-def equivalent_for(mutant: Mutant, equivalents: dict[tuple[str, ...], dict[str, object]], judge_name: str) -> str:
+def equivalent_for(mutant: Mutant, equivalents: Equivalents, judge_name: str) -> str:
     """The reason the mutant is equivalent for this judge, or ''."""
     entry = equivalents.get(mutant.key())
     return str(entry["reason"]) if entry and judge_name in entry["for"] else ""  # type: ignore[operator]
 
 
-def score_table(modules: dict[str, list[Mutant]], equivalents: dict[tuple[str, ...], dict[str, object]]) -> list[str]:
+def score_table(modules: dict[str, list[Mutant]], equivalents: Equivalents) -> list[str]:
     rows = ["| module | judge | mutants | equivalent | killed (failure / crash / hang) | surviving, not equivalent | score |",
             "|---|---|---:|---:|---:|---:|---:|"]
     for name, mutants in modules.items():
@@ -277,7 +304,7 @@ def score_table(modules: dict[str, list[Mutant]], equivalents: dict[tuple[str, .
     return rows
 
 
-def survivors_section(modules: dict[str, list[Mutant]], equivalents: dict[tuple[str, ...], dict[str, object]]) -> list[str]:
+def survivors_section(modules: dict[str, list[Mutant]], equivalents: Equivalents) -> list[str]:
     """Per module, a table of the surviving mutants not shown equivalent, then one of the equivalent ones."""
     lines: list[str] = []
     for name, mutants in modules.items():
@@ -291,7 +318,7 @@ def survivors_section(modules: dict[str, list[Mutant]], equivalents: dict[tuple[
     return lines
 
 
-def judge_cell(mutant: Mutant, judge_name: str, equivalents: dict[tuple[str, ...], dict[str, object]]) -> str:
+def judge_cell(mutant: Mutant, judge_name: str, equivalents: Equivalents) -> str:
     verdict = mutant.verdicts[judge_name]
     if verdict["verdict"] == "killed":
         return f"killed ({verdict['by']})"
@@ -300,14 +327,14 @@ def judge_cell(mutant: Mutant, judge_name: str, equivalents: dict[tuple[str, ...
     return "**survives**" if verdict["verdict"] == "survived" else f"not run: {verdict['why']}"
 
 
-def mutant_table(mutants: list[Mutant], equivalents: dict[tuple[str, ...], dict[str, object]], with_reason: bool) -> list[str]:
+def mutant_table(mutants: list[Mutant], equivalents: Equivalents, with_reason: bool) -> list[str]:
     rows = ["| line | function | operator #occurrence | line before → after | certify | fixtures |" + (" why equivalent |" if with_reason else ""),
             "|---:|---|---|---|---|---|" + ("---|" if with_reason else "")]
     for m in mutants:
         entry = equivalents.get(m.key())
         reason = f" {cell(str(entry['reason']))} |" if with_reason and entry else (" |" if with_reason else "")
         rows.append(f"| {m.line} | {m.function or '(module)'} | {m.operator.removeprefix('core/')} #{m.occurrence} | "
-                    f"`{cell(m.original)}` → `{cell(m.mutated)}` | {judge_cell(m, 'certify', equivalents)} | "
+                    f"`{cell(m.original)}` → {f'`{cell(m.mutated)}`' if m.mutated else '(removed)'} | {judge_cell(m, 'certify', equivalents)} | "
                     f"{judge_cell(m, 'fixtures', equivalents)} |{reason}")
     return [*rows, ""]
 
@@ -323,6 +350,7 @@ def write_score(work: Path, output: Path, equivalents_path: Path, seconds: dict[
     known = {m.key() for ms in modules.values() for m in ms}
     stale = [e for key, e in equivalents.items() if key not in known]
     timing = "".join(f" {MODULES[n].path}: {s / 60:.0f} min ({len(modules[n])} mutants, {s / max(len(modules[n]), 1):.1f} s each)." for n, s in seconds.items())
+    finished = max((work / f"{name}.sqlite").stat().st_mtime for name in modules) if modules else 0.0
     text = [
         "# Mutation score",
         "",
@@ -350,7 +378,8 @@ def write_score(work: Path, output: Path, equivalents_path: Path, seconds: dict[
         "",
         *score_table(modules, equivalents),
         "",
-        f"Run time of cosmic-ray's exec:{timing}" if seconds else "",
+        f"Run time of cosmic-ray's exec:{timing} Last run finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(finished))}, "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores." if seconds else "",
         "",
         "## Surviving mutants",
         "",
