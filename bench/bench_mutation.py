@@ -24,6 +24,7 @@ surviving mutant with its location and diff.
 
 import argparse
 import ast
+import importlib
 import json
 import os
 import resource
@@ -70,8 +71,6 @@ class Hang(BaseException):
 def canonical_factory(module: Module, level: str) -> Callable[[], object]:
     """The module's canonical implementation as an adapter at ``level``: the state level it
     declares, or the results level a consumer without state access has."""
-    import importlib
-
     module_name, _, name = module.factory.partition(":")
     factory = getattr(importlib.import_module(module_name), name)
 
@@ -116,7 +115,7 @@ def fixtures_verdict(module: Module) -> str:
     from kvspec.conformance.fixtures import bundled_corpus
 
     for result in verify(bundled_corpus(), canonical_factory(module, "results"), {}):  # type: ignore[arg-type]
-        if result.verdict != "pass" and result.verdict != "skip":
+        if result.verdict not in ("pass", "skip"):
             return f"{result.id}: {first_line(result.detail)}"
     return ""
 
@@ -368,9 +367,10 @@ def write_score(work: Path, output: Path, equivalents_path: Path, seconds: dict[
         "",
         "A mutant is killed by a *failure* (a verdict of does not conform, a failing case), a *crash* (the run raised: a",
         "traceback is no pass either) or a *hang* (no verdict within the judge's deadline). A mutant is *equivalent* when no input",
-        "can tell it from the spec; each one is listed with its reason in [mutation-equivalents.json](mutation-equivalents.json)",
-        "and left out of that judge's score. A mutant that differs only in the queues' state is equivalent for the results-level",
-        "fixtures only.",
+        "the adapter protocol can carry tells it from the spec (the file's `about` says which inputs those are); each one is listed",
+        "with its reason in [mutation-equivalents.json](mutation-equivalents.json) and left out of that judge's score. A mutant",
+        "that differs only in the state (the queues, the benefit policy's accounting) is equivalent for the results-level fixtures",
+        "only.",
         "",
         "Regenerate with `.venv/bin/python bench/bench_mutation.py` (bench/README.md).",
         "",
