@@ -18,6 +18,7 @@ adapter refuses the configuration instead, with libCacheSim's own message, so th
 certification run can go on to the next configuration.
 """
 
+import math
 from importlib.metadata import version
 
 import libcachesim
@@ -42,9 +43,13 @@ class LibCacheSimS3FIFO:
         self.cache = None
         if config.policy != "s3fifo":
             raise ConfigRefused("the adapter drives libCacheSim's S3FIFO only")
-        small_bytes = int(config.capacity * config.small_ratio)  # as S3FIFO_init computes it
-        if small_bytes < 1:
-            raise ConfigRefused(f"Invalid cache size configuration: small_fifo={small_bytes} bytes (libCacheSim exits here)")
+        # As S3FIFO_init computes the two sizes; it aborts the process where either is not positive
+        # (a NaN or infinite ratio gives C's undefined cast, so no size at all).
+        product = config.capacity * config.small_ratio
+        small_bytes = int(product) if math.isfinite(product) else 0
+        if small_bytes < 1 or config.capacity - small_bytes < 1:
+            raise ConfigRefused(f"Invalid cache size configuration: small_fifo={small_bytes} bytes, main_fifo={config.capacity - small_bytes} "
+                                "bytes (libCacheSim aborts here)")
         main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
         self.cache = libcachesim.S3FIFO(
             cache_size=config.capacity,
