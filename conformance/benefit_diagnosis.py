@@ -15,7 +15,9 @@ implementation gave.
 import math
 from typing import Any
 
+from kvspec.adapters import BENEFIT_METHODS
 from kvspec.adapters.benefit import BenefitState
+from kvspec.adapters.interface import Identity, Level
 from kvspec.adapters.reference import ReferenceBenefitAdapter
 from kvspec.adapters.serve import answer_benefit
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, Decision, Victims
@@ -120,11 +122,18 @@ def ghost_clauses(command: str, key: object, expected: BenefitState, actual: Ben
 class Answered:
     """The implementation at its last operation: every method returns what it answered there."""
 
+    identity = Identity("its last answer", "", "")
+    level: Level = "results"
+
     def __init__(self, answer: object) -> None:
         self.answer = answer
 
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args: self.answer
+    def answered(self, *args: Any) -> Any:
+        return self.answer
+
+
+for _name in (*BENEFIT_METHODS, "close"):  # methods of its own, as the BenefitAdapter protocol is checked (typeguard)
+    setattr(Answered, _name, Answered.answered)
 
 
 def replies(adapter: Any, config: Json, operations: list[Json], with_state: bool) -> list[Json] | None:

@@ -34,12 +34,13 @@ class S3fifoPackage:
         self.cache = None
         if config.policy != "s3fifo":
             raise ConfigRefused("the package implements S3FIFO only")
-        main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
-        ghost_ratio = (max(main_cap, 0) + 0.5) / config.capacity  # int(maxsize * ratio) == main_cap
-        try:
-            self.cache = S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio, ghost_size_ratio=ghost_ratio, move_to_main_threshold=1)
+        try:  # the package's own checks first, so that what it refuses is its refusal, not the arithmetic below failing
+            S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio)
         except ValueError as error:
             raise ConfigRefused(str(error)) from error
+        main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
+        ghost_ratio = (max(main_cap, 0) + 0.5) / config.capacity  # int(maxsize * ratio) == main_cap
+        self.cache = S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio, ghost_size_ratio=ghost_ratio, move_to_main_threshold=1)
         self.block_size = config.block_size
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
