@@ -13,9 +13,9 @@ ghost_cap (S3-CONF-4), and move_to_main_threshold 1, the spec's freq >= 1 (S3-AD
 no max_freq knob. hashpower 10 sizes the hash table for small caches; it changes no decision.
 The binding exposes no queues, so the adapter is at the results level.
 
-Where libCacheSim would end the process (S3FIFO_init exits when the small FIFO has 0 bytes), the
-adapter refuses the configuration instead, with libCacheSim's own message, so that one
-certification run can go on to the next configuration.
+Where libCacheSim would end the process (S3FIFO_init aborts when the small or the main FIFO has 0
+bytes or fewer), the adapter refuses the configuration instead, with libCacheSim's own message:
+in-process, an abort would end kvspec too.
 """
 
 import math
