@@ -15,7 +15,7 @@ still runs operations.
 """
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import no_type_check
 
 from hypothesis import strategies as st
@@ -43,6 +43,7 @@ KEYS = st.builds(lambda machine, slot: machine.numbering(slot), st.runner(), SLO
 PINNED = st.frozensets(KEYS, max_size=2)
 FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(60.0, 10.0), CostSample(20.0, 20.0),
                CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0)]
+WITHOUT_NET_BENEFIT = [CostSample(20.0, 20.0), CostSample(10.0, 30.0)]  # rejected (BEN-ADMIT-2)
 # Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
 COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(
     lambda i: st.just(FIXED_COSTS[i]) if i < len(FIXED_COSTS) else st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
@@ -71,16 +72,17 @@ WIDE_PROBABILITIES = [NAN, INF, 1.5, -0.5, 5e-324]
 WIDE_DECAYS = [NAN, 1.0, 0.0, -INF, 1.0 - 2**-53]
 
 
-def configs() -> st.SearchStrategy[BenefitConfig]:
+def configs(one_in: int = 8) -> st.SearchStrategy[BenefitConfig]:
+    """Each knob around its edges, and one draw in ``one_in`` from its whole domain."""
     return st.builds(
         BenefitConfig,
-        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS, 8),
-        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS, 8),
-        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_PROBABILITIES, 8),
-        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), WIDE_DECAYS, 8),
-        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS, 8),
-        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS, 8),
-        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS, 8),
+        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS, one_in),
+        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS, one_in),
+        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_PROBABILITIES, one_in),
+        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), WIDE_DECAYS, one_in),
+        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS, one_in),
+        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS, one_in),
+        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS, one_in),
     )
 
 
@@ -105,12 +107,19 @@ class BenefitMachine(RuleBasedStateMachine):
         return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[],
                           benefit={"config": self.config_wire, "operations": list(self.operations)}, consistent_with=consistent_with)
 
-    @initialize(config=configs())
-    def configure(self, config: BenefitConfig) -> None:
-        """BEN-CONF-8: both accept the configuration, or both refuse it."""
+    @initialize(config=configs(), probes=st.lists(configs(one_in=2), max_size=2))
+    def configure(self, config: BenefitConfig, probes: Sequence[BenefitConfig] = ()) -> None:
+        """BEN-CONF-8: both accept the configuration, or both refuse it. The ``probes`` come first:
+        configurations from the whole domain, most of them refused, that are only offered (no
+        operation follows), so that every run tries many of them at little cost."""
+        self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
+        for probe in probes:
+            self.offer_configuration(probe)
+        self.offer_configuration(config)
+
+    def offer_configuration(self, config: BenefitConfig) -> None:
         self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
-        self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
         try:
             self.reference = BenefitPolicy(config)
             refused_by = None
@@ -133,7 +142,7 @@ class BenefitMachine(RuleBasedStateMachine):
     def configure_after_refusal(self, config: BenefitConfig) -> None:
         """Both refused the configuration: another replaces it (PROTO-20), so that an example tries
         many configurations, the whole-domain ones among them, and still runs operations."""
-        self.configure(config)
+        self.offer_configuration(config)
 
     @initialize(numbering=st.sampled_from(KEY_NUMBERINGS))
     def number_keys(self, numbering: Numbering) -> None:
@@ -194,6 +203,22 @@ class BenefitMachine(RuleBasedStateMachine):
             self.offer(key, exclusive, [], cost, frozenset())
         for key in sorted(keys, reverse=True):
             self.hit(key, cost)
+
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=3, max_size=3, unique=True), exclusive=st.sampled_from([1, 8]),
+          rejected=st.sampled_from(WITHOUT_NET_BENEFIT))
+    def rejection_then_victims(self, keys: list[int], exclusive: int, rejected: CostSample) -> None:
+        """Two admissions, offers without net benefit, then victims for both: a rejection must not
+        move the clock (BEN-ADMIT-2, findings F-15). One rejection fewer than the grace window is
+        long (one at least) would take the older entry out of grace, and only it, had each moved
+        the clock: the victims would come in another order, visible at the results level."""
+        assert self.reference is not None
+        first, second, refused = keys
+        self.offer(first, exclusive, [], FIXED_COSTS[0], frozenset())
+        self.offer(second, exclusive, [], FIXED_COSTS[3], frozenset())
+        for _ in range(min(max(self.reference.config.grace_observations - 1, 1), 64)):
+            self.offer(refused, exclusive, [], rejected, frozenset())
+        self.victims(2 * exclusive, frozenset())
 
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=SEGMENTS, exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
