@@ -90,25 +90,26 @@ MIXES = st.lists(st.integers(0, 23), min_size=1, max_size=6)
 
 
 @cache  # built once: building a strategy costs more than drawing from it
-def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = False) -> st.SearchStrategy[AdapterConfig]:
+def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = False, one_in: int = 4) -> st.SearchStrategy[AdapterConfig]:
     """Configurations around the edges, now and then a knob from the whole domain, refused ones
-    included; ``non_finite`` adds ratios that are NaN or infinite (for an in-process adapter).
+    included (one draw in ``one_in`` a knob); ``non_finite`` adds ratios that are NaN or infinite (for
+    an in-process adapter).
     LRU and FIFO get S3FIFO's knobs too, which they must ignore (REPLAY-CONF-3)."""
-    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite)
-    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS)
+    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite, one_in)
+    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS, one_in)
     if policy != "s3fifo":
-        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite), now_and_then(st.just(3), WIDE_FREQS)
+        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite, one_in), now_and_then(st.just(3), WIDE_FREQS, one_in)
     if pins.small_ratio is not None:
         ratios = st.just(pins.small_ratio)
     if pins.max_freq is not None:
         freqs = st.just(pins.max_freq)
     # 6 first: the smallest S3FIFO cache at the first ratio, 0.1, so that shrinking leads to a valid one.
-    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS)
+    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS, one_in)
     return st.builds(
         AdapterConfig,
         policy=st.just(policy),
         capacity=capacities,
-        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES),
+        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES, one_in),
         small_ratio=ratios,
         max_freq=freqs,
     )
@@ -134,7 +135,14 @@ class CertificationMachine(RuleBasedStateMachine):
 
     @initialize(data=st.data())
     def configure(self, data: st.DataObject) -> None:
-        """Both accept the configuration, or both refuse it."""
+        """Both accept the configuration, or both refuse it. A few configurations from the whole
+        domain come first, only offered (no request follows), most of them refused: every run
+        tries many of them at little cost."""
+        probes = data.draw(st.lists(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios, one_in=2), max_size=2),
+                           label="probes")
+        for probe in probes:
+            self.started = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), probe)
+            self.started.configure()
         self.next_configuration(data)
 
     def next_configuration(self, data: st.DataObject) -> None:

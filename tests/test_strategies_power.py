@@ -293,8 +293,11 @@ def over_the_protocol(adapter: ReferenceAdapter) -> Implementation:
 
 
 def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_domain() -> None:
+    """What three quick runs (seeds 0, 1 and 2) send: which values one run meets depends on how
+    Hypothesis's generation goes, the distribution does not."""
     adapter = Recording()
-    assert certify_policy(over_the_protocol(adapter), "s3fifo", "quick", 0).conforms
+    for seed_value in (0, 1, 2):
+        assert certify_policy(over_the_protocol(adapter), "s3fifo", "quick", seed_value).conforms
     ids = {h for request in adapter.requests for h in request}
     assert min(ids) == INT64_MIN and max(ids) == INT64_MAX and any(h < 0 for h in ids) and any(0 < h < 100 for h in ids)
     for bits in (8, 16, 32, 53):  # distinct ids a narrower key would keep as one
