@@ -9,6 +9,7 @@ the verdict is that it does not conform (PROTO-30).
 
 import importlib
 import importlib.util
+import math
 import shlex
 import shutil
 import sys
@@ -43,8 +44,8 @@ class Implementation:
 
     def __init__(self, spec: str, reply_timeout: float = REPLY_TIMEOUT, start_timeout: float = START_TIMEOUT,
                  launch: Callable[[], Started] | None = None) -> None:
-        if not (reply_timeout > 0 and start_timeout > 0):
-            raise KvspecError("PROTO-15: the timeouts must be positive numbers of seconds")
+        if not all(math.isfinite(t) and t > 0 for t in (reply_timeout, start_timeout)):
+            raise KvspecError("PROTO-15: the timeouts must be finite, positive numbers of seconds")
         self.spec = spec
         self._launch = launch or resolve(spec, reply_timeout, start_timeout)
         self.in_process = not spec.startswith("cmd:")  # whether it is called directly, not over the protocol (PROTO-29)

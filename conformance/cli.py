@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -61,10 +62,17 @@ def add_trace_and_config(command: argparse.ArgumentParser) -> None:
     command.add_argument("--output", type=Path, help="write the JSON here instead of stdout (written whole or not at all)")
 
 
+def timeout_seconds(text: str) -> float:
+    seconds = float(text)
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(text)
+    return seconds
+
+
 def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> None:
     """--adapter and the deadlines it is held to (PROTO-15, PROTO-29)."""
     command.add_argument("--adapter", required=required, help=help)
-    seconds = typed(float, "PROTO-15", "a timeout must be a number of seconds")
+    seconds = typed(timeout_seconds, "PROTO-15", "a timeout must be a finite, positive number of seconds")
     command.add_argument("--reply-timeout", type=seconds, default=REPLY_TIMEOUT,
                          help=f"seconds the implementation has to answer a request (default {REPLY_TIMEOUT:g})")
     command.add_argument("--start-timeout", type=seconds, default=START_TIMEOUT,

@@ -253,6 +253,14 @@ def test_PROTO_18_a_spec_that_names_nothing_usable_is_bad_input(adapter: str, me
         assert run.stderr.startswith(f"kvspec: error: PROTO-18: adapter spec {adapter!r}: ") and run.stderr.endswith(f"{message}\n")
 
 
+def test_PROTO_15_a_deadline_is_a_finite_positive_number_of_seconds() -> None:
+    for value in ("inf", "nan", "0", "-1", "abc"):
+        run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", "reference", "--start-timeout", value],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 2 and "Traceback" not in run.stderr
+        assert f"argument --start-timeout: PROTO-15: a timeout must be a finite, positive number of seconds, not {value!r}" in run.stderr
+
+
 # Configure must reset; answers must not depend on history (PROTO-7) ------------------------------
 
 
