@@ -111,13 +111,12 @@ def nondeterministic(first: Divergence | None, reported: list[str]) -> Finding:
     """PROTO-7: an example failed, and failed otherwise (or not at all) when replayed on a fresh
     implementation: its answers depend on more than its configuration and requests."""
     seen = f" ({first})" if first is not None else ""
-    message = (f"PROTO-7: the implementation is not deterministic: an example failed{seen}, and replayed on a fresh implementation "
-               "it did not fail the same way")
+    detail = f"the implementation is not deterministic: an example failed{seen}, and replayed on a fresh implementation it did not fail the same way"
     if first is None:
-        return Finding(message, "\n".join(reported), None)
-    return Finding(message, "\n".join(reported), Divergence(["PROTO-7", *first.clauses], message.split(": ", 1)[1], request=first.request,
-                                                          expected=first.expected, actual=first.actual, config=first.config,
-                                                          trace=first.trace, benefit=first.benefit))
+        return Finding(f"PROTO-7: {detail}", "\n".join(reported), None)
+    divergence = Divergence(["PROTO-7", *first.clauses], detail, request=first.request, expected=first.expected, actual=first.actual,
+                            config=first.config, trace=first.trace, benefit=first.benefit)
+    return Finding(str(divergence), "\n".join(reported), divergence)
 
 
 def reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Finding | None:
@@ -128,12 +127,7 @@ def reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Fi
         difference = reset_difference(implementation.current(), config)
     except AdapterFailure:
         return None
-    if difference is None:
-        return None
-    clause = difference.split(":", 1)[0]
-    replay_config = config if isinstance(config, AdapterConfig) else None
-    return Finding(difference, "", Divergence([clause], difference.split(": ", 1)[1], request=0, expected="", actual="", config=replay_config,
-                                              trace=[]))
+    return None if difference is None else Finding(str(difference), "", difference)
 
 
 def replay_probe_config(policy: str, pins: Pins) -> AdapterConfig:

@@ -482,8 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"kvspec: error: {error.filename or ''}: {error.strerror}", file=sys.stderr)
         return 1
-    except Interrupted as stop:
-        kill_all()
+    except Interrupted as stop:  # its handler has ended every implementation's process group
         print("kvspec: interrupted", file=sys.stderr)
         return stop.status
     return 0

@@ -115,14 +115,16 @@ def observations(adapter: Any, config: AdapterConfig | BenefitConfig) -> list[ob
     return seen
 
 
-def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig) -> str | None:
+def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig) -> Divergence | None:
     """PROTO-7, PROTO-20: configured twice alike, one implementation must answer the same requests
-    alike; what differs the second time, or None. AdapterFailure propagates."""
+    alike; the first answer that differs the second time, or None. AdapterFailure propagates."""
     first = observations(adapter, config)
     second = observations(adapter, config) if first is not None else None
     if first is None or second is None or first == second:
         return None
     number, (was, now) = next((n, pair) for n, pair in enumerate(zip(first, second, strict=True), start=1) if pair[0] != pair[1])
-    clause, what = ("PROTO-20", "operation") if isinstance(config, BenefitConfig) else ("PROTO-7", "request")
-    return (f"{clause}: configure does not reset the implementation: configured twice with {config} and sent the same "
-            f"{what}s, it answered {what} {number} with {now} the second time and {was} the first")
+    benefit = isinstance(config, BenefitConfig)
+    clause, what = ("PROTO-20", "operation") if benefit else ("PROTO-7", "request")
+    detail = (f"configure does not reset the implementation: configured twice with {config} and sent the same {what}s, it answered "
+              f"{what} {number} with {now} the second time and {was} the first")
+    return Divergence([clause], detail, request=0, expected=was, actual=now, config=None if benefit else config, trace=[])

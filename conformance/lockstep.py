@@ -13,8 +13,19 @@ from kvspec.adapters.reference import snapshot_of
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
 
-from .diagnosis import (Diagnosis, accepted_wrongly, consistent, hit_token_diagnosis, named, own, queue_diagnosis, queue_difference,
-                        refused_wrongly, resident_count_diagnosis, results_diagnosis)
+from .diagnosis import (
+    Diagnosis,
+    accepted_wrongly,
+    consistent,
+    hit_token_diagnosis,
+    named,
+    own,
+    queue_diagnosis,
+    queue_difference,
+    refused_wrongly,
+    resident_count_diagnosis,
+    results_diagnosis,
+)
 
 
 class Divergence(AssertionError):
