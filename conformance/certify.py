@@ -2,10 +2,13 @@
 
 import itertools
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.errors import Flaky
+from hypothesis.internal.conjecture import providers
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -86,7 +89,7 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     found: list[Finding] = [reset] if reset is not None else []
     started = time.perf_counter()
     try:
-        with with_reporter(reported.append):
+        with with_reporter(reported.append), global_constants_only():
             run_state_machine_as_test(machine, settings=chosen)  # type: ignore[arg-type]
     except Unshrinkable as stop:
         found.append(finding(stop.fault, [UNSHRUNK]))
@@ -99,6 +102,24 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
     return Outcome(policy, rate, tuple(sorted(found, key=earliest)))
+
+
+@contextmanager
+def global_constants_only() -> Iterator[None]:
+    """A seed names the same examples however kvspec is installed and whatever implementation it
+    certifies. Hypothesis draws a few of its integers and floats from the literals of "local"
+    modules, those outside site-packages: kvspec's own under an editable install, an in-process
+    adapter's module. So during a certification it sees no local module, as under a regular
+    install certifying over the protocol. (Hypothesis has no setting for this: its provider's
+    module function is replaced, and its cache of permitted constants emptied on both sides.)"""
+    local_constants = providers._get_local_constants
+    providers._get_local_constants = providers.Constants
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local_constants
+        providers.CONSTANTS_CACHE.cache.clear()
 
 
 def finding(failure: BaseException, reported: list[str]) -> Finding:

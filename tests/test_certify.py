@@ -1,6 +1,7 @@
 """`kvspec certify`: the reference conforms through both adapter kinds, the JavaScript example
 conforms, and the quick profile catches every mutant of the gallery (seed 000's common mistakes)."""
 
+import importlib
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.adapters import load_adapter
+from kvspec.adapters import Implementation, load_adapter
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.certify import certify_policy
@@ -97,6 +98,38 @@ def test_the_same_seed_gives_the_same_verdict(tmp_path: Path) -> None:
     first = certify_report(adapter, "s3fifo", tmp_path / "first")[1].policies[0].failures
     second = certify_report(adapter, "s3fifo", tmp_path / "second")[1].policies[0].failures
     assert first and [(f.message, f.steps) for f in first] == [(f.message, f.steps) for f in second]
+
+
+class Recording(ReferenceAdapter):
+    """The reference, keeping every configuration and request certify sends it."""
+
+    sent: list[object] = []
+
+    def configure(self, config: AdapterConfig) -> None:
+        self.sent.append(config)
+        super().configure(config)
+
+    def access(self, hash_ids: list[int]) -> None:
+        self.sent.append(tuple(hash_ids))
+        super().access(hash_ids)
+
+
+def examples_sent(seed: int) -> list[object]:
+    Recording.sent = []
+    certify_policy(Implementation.in_process(Recording), "s3fifo", "quick", seed)
+    return Recording.sent
+
+
+def test_the_same_seed_draws_the_same_examples_whatever_local_modules_are_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis draws some values from the literals of modules outside site-packages (an
+    editable kvspec, an in-process adapter's module); a certification must not."""
+    before = examples_sent(0)
+    literals = [*range(-300, 300), 2**31, 2**32 + 1, 2**53 + 1, 2**63 - 2, *(k / 100 for k in range(101))]
+    (tmp_path / "kvspec_literals.py").write_text(f"LITERALS = {literals!r}\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.setitem(sys.modules, "kvspec_literals", importlib.import_module("kvspec_literals"))
+    assert examples_sent(0) == before
+    assert examples_sent(1) != before  # what is compared is the examples, which another seed changes
 
 
 def trace_file(path: Path, *requests: list[int]) -> Path:
