@@ -92,6 +92,15 @@ def check_block_count(path: str, line_number: int, record: TraceRecord, block_si
         )
 
 
+def checked_total(path: str, line_number: int, total_prompt_tokens: int) -> int:
+    """REPLAY-RESULT-3: a total is a signed 64-bit count, like every count of the trace; the hit
+    tokens, at most the prompt tokens request by request (REPLAY-HIT-1), never pass it first."""
+    if total_prompt_tokens > INT64_MAX:
+        raise TraceError(path, line_number, "input_length", "REPLAY-RESULT-3",
+                         f"the prompt tokens up to this line sum to {total_prompt_tokens}, past 2^63 - 1, the largest total a result holds")
+    return total_prompt_tokens
+
+
 @snapshot(lambda policy, hash_ids: policy.is_resident(hash_ids[0]), "first_resident")
 @require(lambda hash_ids: len(hash_ids) >= 1, "REPLAY-TRACE-2: at least one block")
 @ensure(lambda policy: policy.state_invariants_hold(), "S3-QUEUE-2, S3-FREQ-1, S3-INV-1..3, LRU-CAP-1, FIFO-CAP-1")
@@ -182,10 +191,10 @@ def replay(
     lines: list[RequestResult] | None = [] if per_request else None
     for line_number, record in records:
         check_block_count(path, line_number, record, config.block_size)
+        total_prompt_tokens = checked_total(path, line_number, total_prompt_tokens + record.input_length)  # REPLAY-HIT-2
         hit = server.request(record.hash_ids, record.input_length)
         requests += 1
         total_hit_tokens += hit
-        total_prompt_tokens += record.input_length  # REPLAY-HIT-2
         if lines is not None:
             lines.append(RequestResult(hit_tokens=hit, prompt_tokens=record.input_length))
     s3fifo = config.policy == "s3fifo"

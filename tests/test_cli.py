@@ -158,3 +158,18 @@ def test_a_gzip_trace_and_its_plain_text_give_the_same_result(tmp_path: Path) ->
     packed = tmp_path / "t.jsonl.gz"
     packed.write_bytes(gzip.compress(trace.read_bytes()))
     assert kvspec("replay", str(trace), "--capacity", "10").stdout == kvspec("replay", str(packed), "--capacity", "10").stdout
+
+
+def test_REPLAY_RESULT_3_totals_past_2_63_are_refused_at_the_line_that_passes_them(tmp_path: Path) -> None:
+    """Each line is valid (one block of 2^63 - 1 tokens); their sum is not a 64-bit count."""
+    largest = 2**63 - 1
+    trace = tmp_path / "t.jsonl"
+    line = json.dumps({"timestamp": 0, "input_length": largest, "output_length": 0, "hash_ids": [1]}) + "\n"
+    trace.write_text(line * 2)
+    output = tmp_path / "out.json"
+    result = kvspec("replay", str(trace), "--block-size", str(largest), "--output", str(output))
+    assert result.returncode == 1 and not output.exists()
+    assert result.stderr == (f"kvspec: error: {trace}:2: field input_length: REPLAY-RESULT-3: the prompt tokens up to this line sum to "
+                             f"{2 * largest}, past 2^63 - 1, the largest total a result holds\n")
+    trace.write_text(line)
+    assert json.loads(kvspec("replay", str(trace), "--block-size", str(largest)).stdout)["total_prompt_tokens"] == largest
