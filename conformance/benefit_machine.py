@@ -11,7 +11,11 @@ net benefit; pressures include NaN and the infinities; configurations go around 
 now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
 refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them; a
 configuration both refuse is followed by another at once, so that an example tries many and
-still runs operations.
+still runs operations. Each example first offers two configurations that differ from the default
+in one whole-domain knob. Some rules reach what single steps rarely do: ghosts churned through
+small tables over a segment of 0 bytes, sizes conflicting both ways, and, when a count is 257
+(just above the ints CPython keeps one object for), hundreds of operations checked by their
+results and the state once.
 """
 
 import sys
@@ -71,7 +75,7 @@ def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     """Distinct segments of consistent sizes, mostly; now and then a conflicting size, larger or
     smaller, or a repeated id (BEN-ADMIT-1), or more segments than there are small ints."""
     shared = draw(st.lists(SEGMENTS, unique=True, max_size=3))
-    flaw = draw(st.integers(0, 9))
+    flaw = draw(st.integers(0, 15))
     if shared and flaw == 0:
         shared[-1] = (shared[-1][0], shared[-1][1] + 1)
     if shared and flaw == 1:
@@ -237,6 +241,8 @@ class BenefitMachine(RuleBasedStateMachine):
         actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
         self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
                    lambda: offer_clauses(expected, actual), expected, actual)
+        if len(shared) >= ABOVE_SMALL_INTS:  # removed at once: every later step would score its hundreds of shares
+            self.remove(key, frozenset())
 
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
