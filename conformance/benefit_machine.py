@@ -11,11 +11,16 @@ net benefit; pressures include NaN and the infinities; configurations go around 
 now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
 refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them; a
 configuration both refuse is followed by another at once, so that an example tries many and
-still runs operations.
+still runs operations. Each example first offers two configurations that differ from the default
+in one whole-domain knob. Some rules reach what single steps rarely do: ghosts churned through
+small tables over a segment of 0 bytes, sizes conflicting both ways, and, when a count is 257
+(just above the ints CPython keeps one object for), hundreds of operations checked by their
+results and the state once.
 """
 
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import no_type_check
 
 from hypothesis import strategies as st
@@ -42,48 +47,74 @@ SLOTS = st.integers(1, 5)  # the example's five keys, numbered by its number_key
 KEYS = st.builds(lambda machine, slot: machine.numbering(slot), st.runner(), SLOTS)
 PINNED = st.frozensets(KEYS, max_size=2)
 FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(60.0, 10.0), CostSample(20.0, 20.0),
-               CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0)]
+               CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0), CostSample(1.5, 1.0)]  # net 0.5: in (0, 1]
 WITHOUT_NET_BENEFIT = [CostSample(20.0, 20.0), CostSample(10.0, 30.0)]  # rejected (BEN-ADMIT-2)
 # Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
 COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(
     lambda i: st.just(FIXED_COSTS[i]) if i < len(FIXED_COSTS) else st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
 )
-SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 100}  # by slot: segment ids are numbered as keys are
-SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), SEGMENT_SIZES[slot]), st.runner(), st.sampled_from(sorted(SEGMENT_SIZES)))
+ABOVE_SMALL_INTS = 257  # CPython keeps one object for each int up to 256: above, `is` no longer means ==
+# By slot (segment ids are numbered as keys are): shares that are not whole, a size above the
+# small ints, and a segment of 0 bytes, which releases nothing.
+SEGMENT_SIZES = {1: 4, 2: 12, 3: 9, 4: 300, 5: 0}
+EVERY_BYTE = 10**6  # more than every entry holds: the victims list the whole order (BEN-VICTIM-2)
+
+
+def wire_int(value: int) -> int:
+    """A new int object equal to ``value``, as each integer read from the protocol is."""
+    return int(str(value))
+
+
+SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), wire_int(SEGMENT_SIZES[slot])), st.runner(),
+                     st.sampled_from(sorted(SEGMENT_SIZES)))
 
 
 @no_type_check  # typeguard cannot check Hypothesis's DrawFn
 @st.composite
 def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
-    """Distinct segments of consistent sizes, mostly; now and then a conflicting size or a
-    repeated id (BEN-ADMIT-1)."""
+    """Distinct segments of consistent sizes, mostly; now and then a conflicting size, larger or
+    smaller, or a repeated id (BEN-ADMIT-1), or more segments than there are small ints."""
     shared = draw(st.lists(SEGMENTS, unique=True, max_size=3))
-    flaw = draw(st.integers(0, 7))
+    flaw = draw(st.integers(0, 15))
     if shared and flaw == 0:
         shared[-1] = (shared[-1][0], shared[-1][1] + 1)
     if shared and flaw == 1:
         shared.append(shared[0])
+    if shared and flaw == 2:
+        shared[-1] = (shared[-1][0], abs(shared[-1][1] - 1))
+    if flaw == 3:
+        numbering = draw(st.runner()).numbering
+        shared = [(numbering(len(SEGMENT_SIZES) + n), 1) for n in range(1, ABOVE_SMALL_INTS + 1)]
     return shared
 
 
 # Whole-domain values (BEN-CONF-1 to BEN-CONF-8): the bounds, and what a narrower integer keeps.
-WIDE_COUNTS = [INT64_MAX, -1, 2**32]
+WIDE_COUNTS = [INT64_MAX, -1, 2**32, ABOVE_SMALL_INTS]
 WIDE_PROBABILITIES = [NAN, INF, 1.5, -0.5, 5e-324]
-WIDE_DECAYS = [NAN, 1.0, 0.0, -INF, 1.0 - 2**-53]
+WIDE_DECAYS = [NAN, 1.0, 0.0, -INF, INF, 1.0 - 2**-53]
+
+
+USUAL = {  # each knob around its edges
+    "probation_byte_budget": st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64),
+    "persistence_hit_threshold": st.sampled_from([1, 2, 3]) | st.integers(0, 4),
+    "min_reuse_probability": st.sampled_from([0.0, 0.01, 0.5, 1.0]),
+    "decay_factor": st.sampled_from([0.5, 0.9, 0.99]),
+    "grace_observations": st.sampled_from([0, 1, 3, 32]),
+    "ghost_capacity": st.sampled_from([0, 1, 2, 4096]),
+    "ghost_max_age_observations": st.sampled_from([0, 2, 5, 1024]),
+}
+WIDE = {"probation_byte_budget": WIDE_COUNTS, "persistence_hit_threshold": WIDE_COUNTS, "min_reuse_probability": WIDE_PROBABILITIES,
+        "decay_factor": WIDE_DECAYS, "grace_observations": WIDE_COUNTS, "ghost_capacity": WIDE_COUNTS, "ghost_max_age_observations": WIDE_COUNTS}
 
 
 def configs(one_in: int = 8) -> st.SearchStrategy[BenefitConfig]:
     """Each knob around its edges, and one draw in ``one_in`` from its whole domain."""
-    return st.builds(
-        BenefitConfig,
-        probation_byte_budget=now_and_then(st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64), WIDE_COUNTS, one_in),
-        persistence_hit_threshold=now_and_then(st.sampled_from([1, 2, 3]) | st.integers(0, 4), WIDE_COUNTS, one_in),
-        min_reuse_probability=now_and_then(st.sampled_from([0.0, 0.01, 0.5, 1.0]), WIDE_PROBABILITIES, one_in),
-        decay_factor=now_and_then(st.sampled_from([0.5, 0.9, 0.99]), WIDE_DECAYS, one_in),
-        grace_observations=now_and_then(st.sampled_from([0, 1, 3, 32]), WIDE_COUNTS, one_in),
-        ghost_capacity=now_and_then(st.sampled_from([0, 1, 2, 4096]), WIDE_COUNTS, one_in),
-        ghost_max_age_observations=now_and_then(st.sampled_from([0, 2, 5, 1024]), WIDE_COUNTS, one_in),
-    )
+    return st.builds(BenefitConfig, **{knob: now_and_then(usual, WIDE[knob], one_in) for knob, usual in USUAL.items()})
+
+
+# The default configuration with one knob from its whole domain: a bound misplaced on that knob
+# alone decides whether it is refused (BEN-CONF-8).
+WIDE_ALONE = [replace(BenefitConfig(), **{knob: value}) for knob, values in WIDE.items() for value in values]
 
 
 CONFIGURED = precondition(lambda self: self.reference is not None)  # an operation needs an accepted configuration
@@ -102,16 +133,17 @@ class BenefitMachine(RuleBasedStateMachine):
         type(self).examples += 1
         self.reference: BenefitPolicy | None = None
         self.step = 0
+        self.long_run = False  # a long run of operations (fill_ghosts, hit_to_threshold) is done: one an example
 
     def diverge(self, clauses: list[str], detail: str, expected: object, actual: object, consistent_with: tuple[str, ...] = ()) -> Divergence:
         return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[],
                           benefit={"config": self.config_wire, "operations": list(self.operations)}, consistent_with=consistent_with)
 
-    @initialize(config=configs(), probes=st.lists(configs(one_in=2), max_size=2))
+    @initialize(config=configs(), probes=st.lists(st.sampled_from(WIDE_ALONE), min_size=2, max_size=2))
     def configure(self, config: BenefitConfig, probes: Sequence[BenefitConfig] = ()) -> None:
         """BEN-CONF-8: both accept the configuration, or both refuse it. The ``probes`` come first:
-        configurations from the whole domain, most of them refused, that are only offered (no
-        operation follows), so that every run tries many of them at little cost."""
+        configurations with a knob from the whole domain, most of them refused, that are only
+        offered (no operation follows), so that every run tries many of them at little cost."""
         self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
         for probe in probes:
             self.offer_configuration(probe)
@@ -162,6 +194,7 @@ class BenefitMachine(RuleBasedStateMachine):
             type(self).first_failure = failure
 
     agreed_clock = 0  # the clock of the last state both agreed on (BEN-CLOCK-1 starts it at 0)
+    state_checked = True  # off while a long run of operations is checked by its results alone
 
     def agree(self, operation: str, clauses: Callable[[], list[str] | Diagnosis], expected: object, actual: object) -> None:
         """The results of one operation, then (state level) the whole state, must agree; ``clauses``
@@ -173,15 +206,29 @@ class BenefitMachine(RuleBasedStateMachine):
             diagnosis = by_variants(diagnosis, self.config_wire, self.operations, actual, state_level)
             raise self.diverge(diagnosis.clauses, f"{operation}: expected {expected!r}, got {actual!r}{diagnosis.evidence}", expected, actual,
                                diagnosis.consistent_with)
-        if state_level:
-            assert self.reference is not None
-            want, got = state_of(self.reference), self.adapter.benefit_state()
-            if want != got:
-                diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
-                diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, state_level, of_state=True)
-                raise self.diverge(diagnosis.clauses, f"after {operation}: expected {want}, got {got}{diagnosis.evidence}", want, got,
-                                   diagnosis.consistent_with)
-            self.agreed_clock = want.clock
+        if state_level and self.state_checked:
+            self.agree_on_state(operation, actual)
+
+    def agree_on_state(self, operation: str, actual: object) -> None:
+        assert self.reference is not None
+        want, got = state_of(self.reference), self.adapter.benefit_state()
+        if want != got:
+            diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
+            diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, True, of_state=True)
+            raise self.diverge(diagnosis.clauses, f"after {operation}: expected {want}, got {got}{diagnosis.evidence}", want, got,
+                               diagnosis.consistent_with)
+        self.agreed_clock = want.clock
+
+    def results_only(self, run: Callable[[], object], operation: str) -> None:
+        """``run``'s operations checked by their results, the state once after the last: hundreds of
+        them stay cheap."""
+        self.long_run, self.state_checked = True, False
+        try:
+            actual = run()
+        finally:
+            self.state_checked = True
+        if self.adapter.level == "state":
+            self.agree_on_state(operation, actual)
 
     @CONFIGURED
     @rule(key=KEYS, exclusive=st.sampled_from([0, 1, 3, 8, 10, 16]), shared=shared_segments(), cost=COSTS, pinned=PINNED)
@@ -194,6 +241,8 @@ class BenefitMachine(RuleBasedStateMachine):
         actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
         self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
                    lambda: offer_clauses(expected, actual), expected, actual)
+        if len(shared) >= ABOVE_SMALL_INTS:  # removed at once: every later step would score its hundreds of shares
+            self.remove(key, frozenset())
 
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
@@ -203,6 +252,7 @@ class BenefitMachine(RuleBasedStateMachine):
             self.offer(key, exclusive, [], cost, frozenset())
         for key in sorted(keys, reverse=True):
             self.hit(key, cost)
+        self.victims(EVERY_BYTE, frozenset())
 
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=3, max_size=3, unique=True), exclusive=st.sampled_from([1, 8]),
@@ -223,9 +273,49 @@ class BenefitMachine(RuleBasedStateMachine):
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=SEGMENTS, exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
     def shared_prefix(self, keys: list[int], segment: tuple[int, int], exclusive: int, cost: CostSample) -> None:
-        """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4)."""
+        """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4),
+        then an outsider (slot 0, no pool key) that offers it a byte smaller: a conflict (BEN-ADMIT-1)."""
         for key in keys:
-            self.offer(key, exclusive, [segment], cost, frozenset())
+            self.offer(key, exclusive, [(segment[0], wire_int(segment[1]))], cost, frozenset())
+        self.offer(self.numbering(0), exclusive, [(segment[0], abs(segment[1] - 1))], cost, frozenset())
+
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True))
+    def ghost_churn(self, keys: list[int]) -> None:
+        """Entries that share a segment of 0 bytes offered, the first hit, all removed, then the first
+        offered again: their ghosts fill small tables, the smallest (last_observation, key) dropped
+        first whatever its weights (BEN-GHOST-2), the re-offer takes its ghost over (BEN-ADMIT-5), and the empty segment goes
+        with its last reference, not its first (BEN-LEDGER-2, in the cap's scratch ledger too)."""
+        empty = (self.numbering(5), wire_int(SEGMENT_SIZES[5]))
+        for key in keys:
+            self.offer(key, 8, [empty], FIXED_COSTS[0], frozenset())
+        self.hit(keys[0], FIXED_COSTS[0])
+        for key in keys:
+            self.remove(key, frozenset())
+        self.offer(keys[0], 8, [], FIXED_COSTS[0], frozenset())
+
+    @precondition(lambda self: self.reference is not None and self.reference.config.ghost_capacity == ABOVE_SMALL_INTS and not self.long_run)
+    @rule()
+    def fill_ghosts(self) -> None:
+        """One ghost more than a table of 257 holds (BEN-GHOST-2, BEN-GHOST-3), then the oldest key
+        offered again: its ghost is gone."""
+        fresh = [self.numbering(len(SEGMENT_SIZES) + n) for n in range(1, ABOVE_SMALL_INTS + 2)]
+
+        def run() -> None:
+            for key in fresh:
+                self.offer(key, 1, [], FIXED_COSTS[0], frozenset())
+                self.remove(key, frozenset())
+            self.offer(fresh[0], 1, [], FIXED_COSTS[0], frozenset())
+
+        self.results_only(run, f"{2 * len(fresh) + 1} offers and removals")
+
+    @precondition(lambda self: self.reference is not None and self.reference.config.persistence_hit_threshold == ABOVE_SMALL_INTS
+                  and not self.long_run)
+    @rule(key=KEYS)
+    def hit_to_threshold(self, key: int) -> None:
+        """An entry hit 257 times, as often as the threshold asks: it is promoted (BEN-HIT-2)."""
+        self.offer(key, 8, [], FIXED_COSTS[0], frozenset())
+        self.results_only(lambda: [self.hit(key, FIXED_COSTS[0]) for _ in range(ABOVE_SMALL_INTS)], f"{ABOVE_SMALL_INTS} hits of {key}")
 
     @CONFIGURED
     @rule(key=KEYS, cost=COSTS)

@@ -343,10 +343,61 @@ def random_operations(rng: XorShift64, n: int, numbering: Numbering = KEY_NUMBER
     return operations
 
 
+# Configurations under which reuse statistics decide results: no floor under the reuse probability
+# (BEN-SCORE-2), little or no grace, small ghost tables and short ghost lives (BEN-GHOST-2, BEN-GHOST-4).
+REUSE_CONFIGS = [
+    {**DEFAULTS, "min_reuse_probability": 0.0, "grace_observations": 0, "persistence_hit_threshold": 3, "ghost_capacity": 2,
+     "ghost_max_age_observations": 6},
+    {**DEFAULTS, "min_reuse_probability": 0.0, "grace_observations": 0, "persistence_hit_threshold": 1, "decay_factor": 0.5, "ghost_capacity": 1,
+     "ghost_max_age_observations": 3},
+    {**DEFAULTS, "probation_byte_budget": 24, "min_reuse_probability": 0.25, "decay_factor": 0.75, "grace_observations": 2,
+     "ghost_max_age_observations": 4},
+    {**DEFAULTS, "probation_byte_budget": 12, "min_reuse_probability": 0.0, "grace_observations": 0, "ghost_capacity": 3,
+     "ghost_max_age_observations": 2},
+    {**DEFAULTS, "min_reuse_probability": 0.0, "decay_factor": 1e-200, "grace_observations": 0, "ghost_capacity": 2},  # ow underflows to 0
+]
+# Mostly one sample, so that scores differ by reuse alone; a net benefit in (0, 1]; a restore dearer than the prefill.
+REUSE_COSTS = [(100.0, 30.0)] * 6 + [(1.5, 1.0), (60.0, 10.0), (10.0, 10.5)]
+REUSE_PRESSURES = [0.0, 0.25, 0.5, 0.75, 1.0, 2.0, -1.0, NAN, INF, -INF]
+REUSE_SEGMENT_SIZES = [0, 6, 6, 300]  # a zero-size segment, and one above CPython's small integers
+
+
+def reuse_operations(rng: XorShift64, n: int, numbering: Numbering = KEY_NUMBERINGS[0]) -> list[Json]:
+    """Operations whose results hang on the reuse statistics: four keys offered alike (one cost,
+    one size) so that their scores differ by reuse probability alone (BEN-SCORE-4), hits, misses and
+    pressures between (BEN-HIT-1, BEN-MISS-1, BEN-DECAY-2), removals and re-offers (ghost take-overs,
+    BEN-ADMIT-5), and victims for every byte, which list the whole victim order (BEN-VICTIM-2)."""
+    operations = []
+    size = REUSE_SEGMENT_SIZES[rng.u64() % len(REUSE_SEGMENT_SIZES)]
+    for _ in range(n):
+        key, move = numbering(1 + rng.u64() % 4), rng.u64() % 16
+        if move < 4:
+            shared = [(numbering(5), size + (0, 0, 0, 1, -1)[rng.u64() % 5] * (size > 0))] * (1 + rng.u64() % 8 // 7) if rng.u64() % 3 == 0 else []
+            cold, restore = REUSE_COSTS[rng.u64() % len(REUSE_COSTS)]
+            operations.append(offer(key, 8, shared, cold, restore))
+        elif move < 7:
+            cold, restore = REUSE_COSTS[rng.u64() % len(REUSE_COSTS)]
+            operations.append(hit(key, cold, restore))
+        elif move < 9:
+            operations.append({"cmd": "record_miss", "key": key})
+        elif move < 11:
+            operations.append({"cmd": "observe_pressure", "pressure": to_double(REUSE_PRESSURES[rng.u64() % len(REUSE_PRESSURES)])})
+        elif move < 13:
+            operations.append({"cmd": "remove", "key": key, "pinned": []})
+        elif move < 15:
+            operations.append(victims((10**6, 10**6, 9, 17)[rng.u64() % 4]))
+        else:
+            operations.append({"cmd": "select_probation_cap_victims", "pinned": []})
+    return operations
+
+
 WIDE_BENEFIT_KNOBS = [*((knob, value) for knob in ("probation_byte_budget", "persistence_hit_threshold", "grace_observations", "ghost_capacity",
                                                      "ghost_max_age_observations") for value in (INT64_MAX, INT64_MIN)),
-                      *(("min_reuse_probability", value) for value in (NAN, INF, -0.5)),
-                      *(("decay_factor", value) for value in (NAN, -INF, 0.0, 1.0 - 2**-53))]
+                      *(("min_reuse_probability", value) for value in (NAN, INF, -0.5, 1.0)),
+                      *(("decay_factor", value) for value in (NAN, -INF, INF, 0.0, 1.0 - 2**-53))]
+# The seeds of reuse_operations that, among the first 3,000, together tell apart from the spec every
+# mutant of CanonicalBenefit's reuse arithmetic at the results level (docs/mutation-score.md).
+REUSE_SEEDS = (19, 30, 45, 95, 151, 214, 278, 352, 472, 636, 2265)
 
 
 def benefit_cases() -> Iterator[Json]:
@@ -364,6 +415,11 @@ def benefit_cases() -> Iterator[Json]:
     for knob, value in WIDE_BENEFIT_KNOBS:  # FIX-7: BEN-CONF-1 to BEN-CONF-7 at the ends of their domains
         config = {**DEFAULTS, knob: to_double(value) if isinstance(value, float) else value}
         yield benefit_case(f"whole domain: {knob} {value}", "BEN-CONF-8", config, random_operations(XorShift64(7), 12))
+    for seed in REUSE_SEEDS:
+        yield benefit_case(f"reuse decides: seed {seed}", "xorshift64 operations whose results hang on the reuse statistics",
+                           REUSE_CONFIGS[seed % len(REUSE_CONFIGS)], reuse_operations(XorShift64(seed), 60))
+    for name, config, operations, clauses in LARGE_SCENARIOS:  # results only: hundreds of operations
+        yield benefit_case(name, "spec/benefit.md, written by hand", config, operations, level="results", clauses=clauses)
 
 
 TWO_53 = 2.0**53
@@ -384,6 +440,23 @@ SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
       victims(9), victims(12), victims(21)], ()),
     ("the probation cap deferred with its exact shortfall", {**DEFAULTS, "probation_byte_budget": 10},
      [offer(1, 8, [], 100.0, 30.0, (1,)), offer(2, 8, [], 100.0, 30.0, (1, 2)), {"cmd": "select_probation_cap_victims", "pinned": [1, 2]}], ()),
+    # Key 1's one exclusive byte against keys 2 and 3's halves of a 3-byte segment: 1.5 bytes each,
+    # so their scores are lower and they go first; halves rounded down would tie all three.
+    ("fractional shares are not rounded: 3 bytes shared by two", {**DEFAULTS, "persistence_hit_threshold": 1, "grace_observations": 0},
+     [offer(2, 0, [(9, 3)], 100.0, 30.0), offer(3, 0, [(9, 3)], 100.0, 30.0), offer(1, 1, [], 100.0, 30.0), hit(1, 100.0, 30.0),
+      hit(2, 100.0, 30.0), hit(3, 100.0, 30.0), victims(10**6)], ("BEN-LEDGER-3", "BEN-SCORE-3")),
+    # Integers above 256 are distinct objects in CPython: counts and sizes compared by identity differ.
+    ("integers above 256: 257 segments in one offer, a 300-byte segment offered twice", DEFAULTS,
+     [offer(1, 0, [(s, 1) for s in range(1, 258)], 100.0, 30.0), offer(2, 0, [(300, 300)], 100.0, 30.0), offer(3, 0, [(300, 300)], 100.0, 30.0)],
+     ("BEN-ADMIT-1", "BEN-LEDGER-1")),
+]
+LARGE_SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
+    ("promotion at a threshold above 256: the 257th hit", {**DEFAULTS, "persistence_hit_threshold": 257},
+     [offer(1, 8, [], 100.0, 30.0), *(hit(1, 100.0, 30.0) for _ in range(257))], ("BEN-HIT-2",)),
+    # The 258th ghost drops key 1's, the oldest: its re-offer finds none and starts at 0 hits.
+    ("ghost_capacity 257 reached: the oldest ghost is dropped", {**DEFAULTS, "persistence_hit_threshold": 1, "ghost_capacity": 257},
+     [*(op for key in range(1, 259) for op in (offer(key, 8, [], 100.0, 30.0), {"cmd": "remove", "key": key, "pinned": []})),
+      offer(1, 8, [], 100.0, 30.0), offer(2, 8, [], 100.0, 30.0)], ("BEN-GHOST-2", "BEN-GHOST-3")),
 ]
 
 

@@ -6,12 +6,18 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from kvspec.adapters import load_adapter
-from kvspec.conformance.benefit_mutants import MUTANTS, canonical
+from kvspec.adapters import Implementation, load_adapter
+from kvspec.conformance.benefit_machine import ABOVE_SMALL_INTS, WIDE, WIDE_ALONE, BenefitMachine, benefit_machine_for
+from kvspec.conformance.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical
+from kvspec.conformance.lockstep import Divergence
+from kvspec.conformance.strategies import KEY_NUMBERINGS
+from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
 from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.report import Report
 
@@ -72,3 +78,91 @@ def test_certification_through_the_subprocess_protocol_gives_the_in_process_verd
     assert verdicts[0].conforms == verdicts[1].conforms == (name == "canonical")
     assert [f.clauses[:1] for f in verdicts[0].failures] == [f.clauses[:1] for f in verdicts[1].failures]
     assert [f.message for f in verdicts[0].failures] == [f.message for f in verdicts[1].failures]
+
+
+# The draws that reach what the mutation score found unreached (docs/mutation-score.md): each rule
+# below is run on its own, against an implementation with the mistake it must catch.
+
+
+class ThresholdByIdentity(CanonicalBenefit):
+    """Promotes when hits `is` the threshold: the same as == up to 256, never above."""
+
+    def record_hit(self, key: int, cost: CostSample) -> Decision | None:
+        threshold = self.config.persistence_hit_threshold
+        self.config = replace(self.config, persistence_hit_threshold=10**9)  # no promotion by the canonical rule
+        try:
+            decision = super().record_hit(key, cost)
+        finally:
+            self.config = replace(self.config, persistence_hit_threshold=threshold)
+        item = self.items.get(key)
+        if item is not None and item.state == "probation" and item.hits is threshold:
+            item.state = "admitted"
+            return Decision("promote", "probation-second-hit")
+        return decision
+
+
+class GhostTableByIdentity(CanonicalBenefit):
+    """Drops the oldest ghost only while their count `is` ghost_capacity: never above 256."""
+
+    def remember(self, key: int, item: Item) -> None:
+        if self.config.ghost_capacity == 0:
+            return
+        while len(self.ghosts) is self.config.ghost_capacity:
+            del self.ghosts[min(self.ghosts, key=lambda k: (self.ghosts[k][3], k))]
+        self.ghosts[key] = (item.hits, item.rw, item.ow, self.clock)
+
+
+class GhostsByWeight(CanonicalBenefit):
+    """Drops the ghost with the smallest observation weight, not the oldest (BEN-GHOST-2)."""
+
+    def remember(self, key: int, item: Item) -> None:
+        if self.config.ghost_capacity == 0:
+            return
+        while len(self.ghosts) >= self.config.ghost_capacity:
+            del self.ghosts[min(self.ghosts, key=lambda k: (self.ghosts[k][2], k))]
+        self.ghosts[key] = (item.hits, item.rw, item.ow, self.clock)
+
+
+class EmptySegmentDroppedFirst(CanonicalBenefit):
+    """Drops a segment from the ledger when it has no bytes, not when its last reference goes (BEN-LEDGER-2)."""
+
+    def remove(self, key: int, pinned: frozenset[int]) -> CapRepair | None:
+        item = self.items.pop(key, None)
+        if item is None:
+            return None
+        self.remember(key, item)
+        for s in item.segments:
+            self.segments[s][1].remove(key)
+            if not self.segments[s][0]:
+                del self.segments[s]
+        return self.select_probation_cap_victims(pinned)
+
+
+def machine(adapter: CanonicalBenefit, config: BenefitConfig) -> BenefitMachine:
+    """A benefit machine configured with ``config`` (keys numbered 1, 2, ...), outside Hypothesis."""
+    instance = benefit_machine_for(Implementation.of(adapter))()
+    instance.number_keys(KEY_NUMBERINGS[0])
+    instance.configure(config, [])
+    assert instance.reference is not None, "the configuration is refused"
+    return instance
+
+
+@pytest.mark.parametrize(("rule", "config", "mistaken"), [
+    (lambda m: m.hit_to_threshold(1), BenefitConfig(persistence_hit_threshold=ABOVE_SMALL_INTS), ThresholdByIdentity),
+    (lambda m: m.fill_ghosts(), BenefitConfig(ghost_capacity=ABOVE_SMALL_INTS), GhostTableByIdentity),
+    (lambda m: m.ghost_churn([1, 2, 3]), BenefitConfig(ghost_capacity=2), GhostsByWeight),
+    (lambda m: m.ghost_churn([1, 2]), BenefitConfig(), EmptySegmentDroppedFirst),
+])
+def test_each_new_draw_catches_the_mistake_it_is_for_and_passes_the_canonical_policy(
+        rule: Callable[[BenefitMachine], None], config: BenefitConfig, mistaken: type[CanonicalBenefit]) -> None:
+    rule(machine(canonical(), config))
+    with pytest.raises(Divergence):
+        rule(machine(mistaken(), config))
+
+
+def test_the_probes_set_one_knob_at_a_time_to_each_whole_domain_value() -> None:
+    """A bound misplaced on one knob shows only when the other knobs are valid (BEN-CONF-8)."""
+    default = vars(BenefitConfig())
+    changed = [[(k, repr(v)) for k, v in vars(config).items() if repr(v) != repr(default[k])] for config in WIDE_ALONE]
+    assert all(len(knobs) == 1 for knobs in changed)
+    assert sorted(knobs[0] for knobs in changed) == sorted((k, repr(v)) for k, values in WIDE.items() for v in values if repr(v) != repr(default[k]))
