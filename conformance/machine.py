@@ -82,6 +82,9 @@ WIDE_FREQS = [INT64_MAX, -1, 2**32]
 # S3-CONF-1's own range check is there (without it, round() of the infinity raises).
 WIDE_RATIOS = [1.5, -0.25, sys.float_info.max, -sys.float_info.max]
 NON_FINITE = [math.nan, math.inf, -math.inf]
+# One knob in WIDE draws from the whole domain: the probes meet each such value in every run, so the
+# machine's own draws, which pair them with other values and with requests, need not be frequent.
+WIDE = 6
 
 
 # A request's shape: the realistic ones (a fresh conversation, its next turn, an exact repeat, a
@@ -94,25 +97,25 @@ MIXES = st.lists(st.integers(0, 23), min_size=1, max_size=6)
 
 @cache  # built once: building a strategy costs more than drawing from it
 def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = False) -> st.SearchStrategy[AdapterConfig]:
-    """Configurations around the edges, now and then (one draw in four) a knob from the whole
+    """Configurations around the edges, now and then (one draw in WIDE) a knob from the whole
     domain, refused ones included; ``non_finite`` adds ratios that are NaN or infinite (for an
     in-process adapter).
     LRU and FIFO get S3FIFO's knobs too, which they must ignore (REPLAY-CONF-3)."""
-    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite)
-    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS)
+    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite, WIDE)
+    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS, WIDE)
     if policy != "s3fifo":
-        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite), now_and_then(st.just(3), WIDE_FREQS)
+        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite, WIDE), now_and_then(st.just(3), WIDE_FREQS, WIDE)
     if pins.small_ratio is not None:
         ratios = st.just(pins.small_ratio)
     if pins.max_freq is not None:
         freqs = st.just(pins.max_freq)
     # 6 first: the smallest S3FIFO cache at the first ratio, 0.1, so that shrinking leads to a valid one.
-    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS)
+    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS, WIDE)
     return st.builds(
         AdapterConfig,
         policy=st.just(policy),
         capacity=capacities,
-        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES),
+        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES, WIDE),
         small_ratio=ratios,
         max_freq=freqs,
     )
@@ -189,14 +192,16 @@ def smallest_capacity(ratio: float, each: int, at_least: int, at_most: int = 2**
     return None
 
 
-def long_queues(policy: str, pins: Pins) -> Probe | None:
+def long_queues(policy: str, pins: Pins = Pins()) -> Probe | None:
     """Every queue filled to more than 256 blocks, then one more block admitted to it: a cache that
     compares a length with its capacity by identity (``is``), or keeps it in 8 bits, does not evict
     (LRU-CAP-1, FIFO-CAP-1, S3-INV-1 to S3-INV-3). LRU and FIFO: 258 fresh blocks into 257.
-    S3FIFO: fresh blocks through S until G holds main_cap of them and drops one, then every ghost
-    hit into M, one more fresh block to make a ghost, and its hit into the full M. Under a pinned
-    ratio that would need more than 2**13 blocks for both S and M that long, only the longer one
-    is; None if no capacity up to 2**13 is valid."""
+    S3FIFO: fresh blocks through S until G holds main_cap of them and drops one (block 1), then
+    every ghost hit into M, one more fresh block to make a ghost, and its hit into the full M,
+    which evicts block 2; then block 1, which a G that kept it would admit to M, evicting block 3,
+    and block 3, then a hit only if G dropped block 1: the hit tokens and resident counts alone
+    show each queue's bound. Under a pinned ratio that would need more than 2**13 blocks for both
+    S and M that long, only the longer one is; None if no capacity up to 2**13 is valid."""
     ratio, max_freq = pinned(pins, 0.5)
     if policy != "s3fifo":
         return Probe(AdapterConfig(policy, LONG, 1, ratio, max_freq), (tuple(range(1, LONG + 2)),))  # type: ignore[arg-type]
@@ -207,7 +212,7 @@ def long_queues(policy: str, pins: Pins) -> Probe | None:
     main_cap = capacity - small_cap
     through_small = tuple(range(1, capacity + 2))  # 1 to main_cap + 1 leave S for G, which drops 1
     into_main = (*range(2, main_cap + 2), capacity + 2, main_cap + 2)
-    return Probe(AdapterConfig(policy, capacity, 1, ratio, max_freq), (through_small, into_main))  # type: ignore[arg-type]
+    return Probe(AdapterConfig(policy, capacity, 1, ratio, max_freq), (through_small, into_main, (1,), (3,)))  # type: ignore[arg-type]
 
 
 class CertificationMachine(RuleBasedStateMachine):
