@@ -11,7 +11,9 @@ drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, sma
 and 1, and now and then a value from the whole domain, 2**63 - 1 and the values the spec refuses
 (REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-5, S3-CONF-6) included, which the
 implementation must refuse too; a configuration both refused is followed by another, so that an
-example tries many and still sends requests.
+example tries many and still sends requests. Where the machine finds nothing, fixed probes
+(``probes``) follow, the same in every run: each knob's whole-domain values, and queues longer
+than 256 blocks.
 """
 
 import math
@@ -124,7 +126,7 @@ def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = Fals
 # The probes: a few fixed configurations, each with its requests, that every run sends once, after
 # the machine, whatever Hypothesis's generation did (it meets a value of a fixed list by chance
 # only: a quick run drawing one of 23 probes an example met 11 of them). Each costs one configure,
-# the long queues two requests; the machine's own configurations draw the same values now and
+# the long queues a few requests; the machine's own configurations draw the same values now and
 # then, with requests after them.
 
 
