@@ -27,7 +27,7 @@ from kvspec.reference.validation import INT64_MAX, INT64_MIN
 from .benefit import BenefitState
 from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot, described
 from .protocol import BenefitStateReply, CapRepairReply, DecisionReply, VictimsReply
-from .wire import cap_json, cap_of, decision_json, decision_of, state_json, state_of, summary
+from .wire import as_received, cap_json, cap_of, decision_json, decision_of, state_json, state_of, summary
 
 T = TypeVar("T")
 MAIN_THREAD = threading.main_thread().ident
@@ -184,7 +184,7 @@ class InProcessAdapter:
     # The Adapter methods (PROTO-7 to PROTO-12) ----------------------------------------------------
 
     def configure(self, config: AdapterConfig) -> None:
-        self._method("configure", config)
+        self._method("configure", as_received(config))
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         return self._count("hit_tokens", self._method("hit_tokens", list(hash_ids), input_length))

@@ -6,6 +6,8 @@ them back; the in-process adapter (inprocess.py) does both, so that an implement
 process is held to exactly the types one in another process is.
 """
 
+import json
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,8 +15,15 @@ from pydantic import ValidationError
 from kvspec.reference.benefit import CapRepair, CostSample, Decision
 
 from .benefit import BenefitState, EntryView
-from .interface import described
+from .interface import AdapterConfig, described
 from .protocol import BenefitStateReply, WireCapRepair, WireCost, WireDecision, from_double, to_double
+
+
+def as_received(config: AdapterConfig) -> AdapterConfig:
+    """PROTO-29: the configuration as an implementation in a process of its own receives it, every
+    value a new object parsed from JSON (a NaN or infinite ratio too), never one of kvspec's own
+    constants, which a comparison by identity (``policy is "lru"``) would match."""
+    return AdapterConfig(**json.loads(json.dumps(asdict(config))))
 
 
 def wire_cost(cost: CostSample) -> WireCost:

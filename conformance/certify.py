@@ -21,7 +21,7 @@ from kvspec.reference.benefit import BenefitConfig
 from .benefit_machine import benefit_machine_for
 from .faults import Unshrinkable, reset_difference
 from .lockstep import Divergence
-from .machine import Pins, machine_for
+from .machine import Pins, machine_for, probe_divergence
 
 PROFILES = {
     # CI: a few seconds an adapter kind; catches every mutant of the gallery.
@@ -69,7 +69,8 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     (PROTO-7); if it answers differently, that is a finding, and every example then gets a fresh
     implementation so that the other findings replay. A failing example is always replayed on a
     fresh implementation. An implementation that still fails one way and then another is a finding
-    too, never an error of kvspec's."""
+    too, never an error of kvspec's. Where the machine found nothing, the probes it cannot be sure
+    to meet (conformance/machine.py) are sent last, every one, whatever the seed."""
     implementation = Implementation.of(implementation)
     reset = reset_finding(implementation, policy, pins)
     fresh = reset is not None
@@ -101,6 +102,9 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
             raise
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
+    probed = probe_divergence(implementation, policy, pins) if not found and policy != "benefit" else None
+    if probed is not None:
+        found.append(finding(probed, []))
     return Outcome(policy, rate, tuple(sorted(found, key=earliest)))
 
 

@@ -8,6 +8,7 @@ traces, conformance/hunted.json (`kvspec hunt --record`) and conformance/counter
 """
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from itertools import count, islice
@@ -26,6 +27,7 @@ from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
 from .clauses import exercised
 from .fixtures import FORMAT, Json
+from .machine import long_queues
 from .strategies import ID_NUMBERINGS, KEY_NUMBERINGS, PLAIN, Numbering
 
 NAN, INF = float("nan"), float("inf")
@@ -134,7 +136,20 @@ WIDE_CONFIGS = [
       for b in (INT64_MAX, 2**62 + 1, -1, INT64_MIN)),
     *((f"max_freq {m}", ReplayConfig(capacity=10, block_size=4, max_freq=m)) for m in (INT64_MAX, INT64_MIN)),
     *((f"small_ratio {r}", ReplayConfig(capacity=10, block_size=4, small_ratio=r)) for r in (1.5, -0.25)),
+    # Only S3-CONF-1 refuses these: capacity × small_ratio overflows to an infinity, where any other
+    # ratio outside [0, 1] leaves small_cap or main_cap below 1 (S3-CONF-5) ...
+    *((f"small_ratio {r}", ReplayConfig(capacity=10, block_size=4, small_ratio=r)) for r in (sys.float_info.max, -sys.float_info.max)),
+    # ... and these are accepted: at 2**63 - 1 blocks (2**63 as a double), small_cap is 2**63 - 2**10
+    # and main_cap 1023, or small_cap 8 (S3-CONF-2's product on doubles).
+    *((f"small_ratio {r} at capacity 2**63 - 1", ReplayConfig(capacity=INT64_MAX, block_size=4, small_ratio=r)) for r in (1 - 2**-53, 2**-60)),
 ]
+
+# S3-ADMIT-M-2 at the results level (capacity 3: S holds 1 block, M 2): block 1 reaches M with freq
+# 1 and is hit there (freq 2); blocks 2 and 3, ghosts of S's, follow it into M, so that M evicts
+# twice with block 1 at its head. Lowered by one each time (2 to 1, 1 to 0), it outlives both, and
+# the last request hits it; a cache that lowers it by two, or gives a freq-0 entry a second chance
+# too, evicts it the second time instead.
+SECOND_CHANCE = [([1, 1], 2), ([2], 1), ([1], 1), ([3], 1), ([2], 1), ([4], 1), ([3], 1), ([5], 1), ([4], 1), ([1], 1)]
 
 
 def replay_cases() -> Iterator[Json]:
@@ -150,6 +165,15 @@ def replay_cases() -> Iterator[Json]:
     for title, config in WIDE_CONFIGS:  # FIX-6: the whole domain of each knob, 2**63 - 1 accepted, the rest refused
         trace = edge_trace if config.block_size <= 4 else huge_blocks(config.block_size)
         yield replay_case(f"{config.policy} whole domain: {title}", "REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-6", config, trace)
+    yield replay_case("s3fifo second chance: a block hit in M outlives two evictions", "spec/s3fifo.md S3-ADMIT-M-2, written by hand",
+                      ReplayConfig(capacity=3, block_size=1, small_ratio=0.34), SECOND_CHANCE, level="results")
+    for policy in ("s3fifo", "lru", "fifo"):  # FIX-6: every queue past 256 blocks, the hit tokens and resident counts show its bound
+        probe = long_queues(policy)
+        assert probe is not None  # unpinned, every policy has one
+        c = probe.config
+        yield replay_case(f"{policy} long queues: capacity {c.capacity}", "the long-queues probe of `kvspec certify` (conformance/machine.py)",
+                          ReplayConfig(policy=policy, capacity=c.capacity, block_size=c.block_size, small_ratio=c.small_ratio,  # type: ignore[arg-type]
+                                       max_freq=c.max_freq), [(list(ids), len(ids)) for ids in probe.requests], level="results")
     for policy in ("lru", "fifo"):
         for capacity in (0, 1, 2, 10):
             yield replay_case(f"{policy} edge: capacity {capacity}", "spec/findings.md F-4", replace(base, policy=policy, capacity=capacity),

@@ -11,12 +11,14 @@ drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, sma
 and 1, and now and then a value from the whole domain, 2**63 - 1 and the values the spec refuses
 (REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-5, S3-CONF-6) included, which the
 implementation must refuse too; a configuration both refused is followed by another, so that an
-example tries many and still sends requests.
+example tries many and still sends requests. Where the machine finds nothing, fixed probes
+(``probes``) follow, the same in every run: each knob's whole-domain values, and queues longer
+than 256 blocks.
 """
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from hypothesis import strategies as st
@@ -28,7 +30,7 @@ from kvspec.reference import ConfigError
 from kvspec.reference.s3fifo import ratio_is_valid
 from kvspec.reference.validation import INT64_MAX, check_count
 
-from .faults import Located, Location, located
+from .faults import Located, Location, Unshrinkable, located
 from .lockstep import Divergence, Lockstep
 from .strategies import ID_NUMBERINGS, PLAIN, Numbering, now_and_then
 
@@ -77,8 +79,14 @@ class Pins:
 WIDE_COUNTS = [INT64_MAX, 0, -1, 2**32 + 1]
 WIDE_BLOCK_SIZES = [INT64_MAX, 0, -1, 2**62 + 1]
 WIDE_FREQS = [INT64_MAX, -1, 2**32]
-WIDE_RATIOS = [1.5, -0.25]
+# A ratio outside [0, 1] makes small_cap or main_cap below 1 (S3-CONF-5) unless capacity ×
+# small_ratio overflows to an infinity, which the largest doubles do: only they show that
+# S3-CONF-1's own range check is there (without it, round() of the infinity raises).
+WIDE_RATIOS = [1.5, -0.25, sys.float_info.max, -sys.float_info.max]
 NON_FINITE = [math.nan, math.inf, -math.inf]
+# One knob in WIDE draws from the whole domain: the probes meet each such value in every run, so the
+# machine's own draws, which pair them with other values and with requests, need not be frequent.
+WIDE = 6
 
 
 # A request's shape: the realistic ones (a fresh conversation, its next turn, an exact repeat, a
@@ -90,29 +98,123 @@ MIXES = st.lists(st.integers(0, 23), min_size=1, max_size=6)
 
 
 @cache  # built once: building a strategy costs more than drawing from it
-def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = False, one_in: int = 4) -> st.SearchStrategy[AdapterConfig]:
-    """Configurations around the edges, now and then a knob from the whole domain, refused ones
-    included (one draw in ``one_in`` a knob); ``non_finite`` adds ratios that are NaN or infinite (for
-    an in-process adapter).
+def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = False) -> st.SearchStrategy[AdapterConfig]:
+    """Configurations around the edges, now and then (one draw in WIDE) a knob from the whole
+    domain, refused ones included; ``non_finite`` adds ratios that are NaN or infinite (for an
+    in-process adapter).
     LRU and FIFO get S3FIFO's knobs too, which they must ignore (REPLAY-CONF-3)."""
-    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite, one_in)
-    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS, one_in)
+    ratios = now_and_then(st.sampled_from([0.1, 0.5, 0.01, 0.99, 0.25]) | st.floats(0.0, 1.0), WIDE_RATIOS + NON_FINITE * non_finite, WIDE)
+    freqs = now_and_then(st.sampled_from([0, 1, 3]) | st.integers(0, 5), WIDE_FREQS, WIDE)
     if policy != "s3fifo":
-        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite, one_in), now_and_then(st.just(3), WIDE_FREQS, one_in)
+        ratios, freqs = now_and_then(st.just(0.1), WIDE_RATIOS + NON_FINITE * non_finite, WIDE), now_and_then(st.just(3), WIDE_FREQS, WIDE)
     if pins.small_ratio is not None:
         ratios = st.just(pins.small_ratio)
     if pins.max_freq is not None:
         freqs = st.just(pins.max_freq)
     # 6 first: the smallest S3FIFO cache at the first ratio, 0.1, so that shrinking leads to a valid one.
-    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS, one_in)
+    capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS, WIDE)
     return st.builds(
         AdapterConfig,
         policy=st.just(policy),
         capacity=capacities,
-        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES, one_in),
+        block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES, WIDE),
         small_ratio=ratios,
         max_freq=freqs,
     )
+
+
+# The probes: a few fixed configurations, each with its requests, that every run sends once, after
+# the machine, whatever Hypothesis's generation did (it meets a value of a fixed list by chance
+# only: a quick run drawing one of 23 probes an example met 11 of them). Each costs one configure,
+# the long queues a few requests; the machine's own configurations draw the same values now and
+# then, with requests after them.
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A configuration, and the requests (one-token blocks) sent if both accept it."""
+
+    config: AdapterConfig
+    requests: tuple[tuple[int, ...], ...] = ()
+
+
+@cache
+def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[Probe]:
+    """Each knob's whole-domain values with the others usual, only offered (most are refused; the
+    accepted ones stand at the ends of the domain); then the long queues (``long_queues``)."""
+    ratio, max_freq = pinned(pins, 0.1)
+    base = AdapterConfig(policy, smallest_capacity(ratio, 1, 6) or 6, 1, ratio, max_freq)  # type: ignore[arg-type]
+    knobs = {"capacity": WIDE_COUNTS, "block_size": WIDE_BLOCK_SIZES}
+    if pins.small_ratio is None:
+        knobs["small_ratio"] = WIDE_RATIOS + NON_FINITE * non_finite
+    if pins.max_freq is None:
+        knobs["max_freq"] = WIDE_FREQS
+    offered = [Probe(replace(base, **{knob: value})) for knob, values in knobs.items() for value in values]
+    return offered + [probe for probe in [long_queues(policy, pins)] if probe is not None]
+
+
+def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins()) -> Divergence | None:
+    """The probes, in order, on the running implementation (a fresh one after a failure): the first
+    Divergence (a Fault where the implementation failed), or None."""
+    for probe in probes(policy, pins, implementation.in_process):
+        try:
+            send(implementation, probe)
+        except Unshrinkable as stop:
+            return stop.fault
+        except Divergence as divergence:
+            return divergence
+    return None
+
+
+def send(implementation: Implementation, probe: Probe) -> None:
+    """Offer the probe's configuration to both, and its requests if both accept it."""
+    adapter = started(implementation, False)
+    lockstep = Lockstep(adapter, probe.config)  # type: ignore[arg-type]
+    lockstep.adapter = Located(adapter, lambda: location(lockstep))  # type: ignore[assignment]
+    if lockstep.configure():
+        for hash_ids in probe.requests:
+            lockstep.request(list(hash_ids), len(hash_ids))
+
+
+LONG = 257  # CPython keeps one int object for each value up to 256; a longer queue has a length no other int is
+
+
+def pinned(pins: Pins, ratio: float) -> tuple[float, int]:
+    """small_ratio and max_freq: the pinned ones, or ``ratio`` and 3."""
+    return (ratio if pins.small_ratio is None else pins.small_ratio), (3 if pins.max_freq is None else pins.max_freq)
+
+
+def smallest_capacity(ratio: float, each: int, at_least: int, at_most: int = 2**13) -> int | None:
+    """The smallest capacity from ``at_least`` to ``at_most`` at which S and M (S3-CONF-2,
+    S3-CONF-3) both hold ``each`` blocks or more; None if there is none."""
+    for capacity in range(at_least, at_most + 1):
+        small_cap = round(capacity * ratio)
+        if small_cap >= each and capacity - small_cap >= each:
+            return capacity
+    return None
+
+
+def long_queues(policy: str, pins: Pins = Pins()) -> Probe | None:
+    """Every queue filled to more than 256 blocks, then one more block admitted to it: a cache that
+    compares a length with its capacity by identity (``is``), or keeps it in 8 bits, does not evict
+    (LRU-CAP-1, FIFO-CAP-1, S3-INV-1 to S3-INV-3). LRU and FIFO: 258 fresh blocks into 257.
+    S3FIFO: fresh blocks through S until G holds main_cap of them and drops one (block 1), then
+    every ghost hit into M, one more fresh block to make a ghost, and its hit into the full M,
+    which evicts block 2; then block 1, which a G that kept it would admit to M, evicting block 3,
+    and block 3, then a hit only if G dropped block 1: the hit tokens and resident counts alone
+    show each queue's bound. Under a pinned ratio that would need more than 2**13 blocks for both
+    S and M that long, only the longer one is; None if no capacity up to 2**13 is valid."""
+    ratio, max_freq = pinned(pins, 0.5)
+    if policy != "s3fifo":
+        return Probe(AdapterConfig(policy, LONG, 1, ratio, max_freq), (tuple(range(1, LONG + 2)),))  # type: ignore[arg-type]
+    capacity = smallest_capacity(ratio, LONG, 2 * LONG) or smallest_capacity(ratio, 1, 2 * LONG)
+    if capacity is None:
+        return None
+    small_cap = round(capacity * ratio)
+    main_cap = capacity - small_cap
+    through_small = tuple(range(1, capacity + 2))  # 1 to main_cap + 1 leave S for G, which drops 1
+    into_main = (*range(2, main_cap + 2), capacity + 2, main_cap + 2)
+    return Probe(AdapterConfig(policy, capacity, 1, ratio, max_freq), (through_small, into_main, (1,), (3,)))  # type: ignore[arg-type]
 
 
 class CertificationMachine(RuleBasedStateMachine):
@@ -135,14 +237,7 @@ class CertificationMachine(RuleBasedStateMachine):
 
     @initialize(data=st.data())
     def configure(self, data: st.DataObject) -> None:
-        """Both accept the configuration, or both refuse it. A few configurations from the whole
-        domain come first, only offered (no request follows), most of them refused: every run
-        tries many of them at little cost."""
-        probes = data.draw(st.lists(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios, one_in=2), max_size=2),
-                           label="probes")
-        for probe in probes:
-            self.started = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), probe)
-            self.started.configure()
+        """Both accept the configuration, or both refuse it."""
         self.next_configuration(data)
 
     def next_configuration(self, data: st.DataObject) -> None:
@@ -153,10 +248,8 @@ class CertificationMachine(RuleBasedStateMachine):
             self.lockstep = lockstep
 
     def where(self) -> Location:
-        """Where a fault happened: the configuration, or the request being sent (the trace ends with it)."""
         assert self.started is not None
-        n = len(self.started.trace)
-        return Location(f"request {n}" if n else "the configuration", n, self.started.config, list(self.started.trace))
+        return location(self.started)
 
     def teardown(self) -> None:
         """Keep the run's first failure: an implementation that fails otherwise on a replay leaves
@@ -204,6 +297,12 @@ class CertificationMachine(RuleBasedStateMachine):
         if kind == "extend":
             return parent + conversations.fresh(blocks)
         return parent[: data.draw(KEEPS, label="keep") % len(parent)] + conversations.fresh(blocks)
+
+
+def location(lockstep: Lockstep) -> Location:
+    """Where a fault happened: the configuration, or the request being sent (the trace ends with it)."""
+    n = len(lockstep.trace)
+    return Location(f"request {n}" if n else "the configuration", n, lockstep.config, list(lockstep.trace))
 
 
 def started(implementation: Implementation, fresh: bool) -> object:

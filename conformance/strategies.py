@@ -66,7 +66,8 @@ KEY_NUMBERINGS = (Numbering("n", 0, 1, 0), Numbering("2**8 * n", 0, 2**8, 0), Nu
 
 def now_and_then(usual: st.SearchStrategy[T], wide: list[T], one_in: int = 4) -> st.SearchStrategy[T]:
     """One of ``wide`` once in ``one_in`` draws, ``usual`` otherwise; shrinking leads to ``usual``."""
-    return st.integers(1, one_in).flatmap(lambda i: st.sampled_from(wide) if i == one_in else usual)
+    wide_values = st.sampled_from(wide)  # built once: Hypothesis validates each new strategy it draws from
+    return st.integers(1, one_in).flatmap(lambda i: wide_values if i == one_in else usual)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ FIX-6, FIX-7)."""
 
 import json
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.benefit_mutants import CanonicalBenefit
 from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.fixture_runner import read_manifest, verify
-from kvspec.conformance.machine import config_strategy, machine_for
+from kvspec.conformance.machine import Pins, config_strategy, long_queues, machine_for, probes
 from kvspec.conformance.mutants import CanonicalS3FIFO
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.validation import INT64_MAX, INT64_MIN
@@ -156,12 +157,96 @@ class AcceptsRatioAboveOne(Lenient):
         return replace(config, small_ratio=0.1) if config.small_ratio > 1.0 else config
 
 
+class LengthByIdentity(CanonicalS3FIFO):
+    """Compares a queue's length with its bound by identity (``is``): CPython keeps one object for
+    each int up to 256 only, so past 256 blocks the queue never evicts (breaks LRU-CAP-1,
+    FIFO-CAP-1, S3-INV-1 to S3-INV-3)."""
+
+    def lru_access(self, h: int) -> None:
+        if h in self.main:
+            self.main.move_to_end(h)
+            return
+        if len(self.main) is self.configured().capacity:
+            self.main.popitem(last=False)
+        self.main[h] = 0
+
+    def fifo_access(self, h: int) -> None:
+        if h not in self.main:
+            if len(self.main) is self.configured().capacity:
+                self.main.popitem(last=False)
+            self.main[h] = 0
+
+
+class SmallLengthByIdentity(CanonicalS3FIFO):
+    def admit_to_small(self, h: int) -> None:
+        while len(self.small) is self.small_cap:
+            victim, freq = self.small.popitem(last=False)
+            self.admit_to_main(victim, freq) if freq >= 1 else self.insert_to_ghost(victim)
+        self.small[h] = 0
+
+
+class MainLengthByIdentity(CanonicalS3FIFO):
+    def admit_to_main(self, h: int, freq: int) -> None:
+        if len(self.main) is self.main_cap:
+            self.evict_from_main()
+        self.main[h] = freq
+
+
+class GhostLengthByIdentity(CanonicalS3FIFO):
+    def insert_to_ghost(self, h: int) -> None:
+        if h in self.ghost:
+            del self.ghost[h]
+        elif len(self.ghost) is self.ghost_cap:
+            self.ghost.popitem(last=False)
+        self.ghost[h] = None
+
+
+LRU = "lru"  # a constant of this module's, the same object as every other interned "lru"
+
+
+class PolicyByIdentity(CanonicalS3FIFO):
+    """Compares the configured policy's name by identity: over the protocol the name is a new
+    string, never the interned constant (PROTO-29: in-process, it is one too)."""
+
+    def access_one(self, h: int) -> None:
+        engine = self.engine()
+        if engine is LRU:
+            self.lru_access(h)
+        elif engine == "fifo":
+            self.fifo_access(h)
+        else:
+            self.s3fifo_access(h)
+
+
+class RatioRangeUnchecked(CanonicalS3FIFO):
+    """Leaves a finite small_ratio outside [0, 1] to S3-CONF-5's check (breaks S3-CONF-1): fine
+    until capacity × small_ratio overflows, and round() of the infinity raises."""
+
+    def configure(self, config: AdapterConfig) -> None:
+        ratio = config.small_ratio
+        if config.policy == "s3fifo" and math.isfinite(ratio) and not 0.0 <= ratio <= 1.0:
+            small_cap = round(config.capacity * ratio)
+            raise ConfigRefused(f"S3-CONF-5: small_cap {small_cap}, main_cap {config.capacity - small_cap}")
+        super().configure(config)
+
+
+class SecondChanceByTwo(CanonicalS3FIFO):
+    """Lowers a freq by two, down to 0, on M's second chance (breaks S3-ADMIT-M-2)."""
+
+    def requeue(self, victim: int, freq: int) -> None:
+        super().requeue(victim, max(freq - 1, 0))
+
+
+LONG_QUEUES = [(LengthByIdentity, "lru"), (LengthByIdentity, "fifo"), (SmallLengthByIdentity, "s3fifo"), (MainLengthByIdentity, "s3fifo"),
+               (GhostLengthByIdentity, "s3fifo")]
+
 # (wrong implementation, policy): the key-width and S3FIFO-only ones on S3FIFO, the rest on all three.
 REPLAY_WRONG = [
     *((cls, "s3fifo") for cls in (Int32Ids, Int8Ids, DoubleIds, GhostKeptOnHit, RefusesLargestMaxFreq, AcceptsNegativeMaxFreq,
-                                  AcceptsNaNRatio, AcceptsInfiniteRatio, AcceptsRatioAboveOne)),
+                                  AcceptsNaNRatio, AcceptsInfiniteRatio, AcceptsRatioAboveOne, RatioRangeUnchecked, SecondChanceByTwo)),
     *((cls, policy) for cls in (DeduplicatedRequest, RefusesLargestCapacity, RefusesLargestBlockSize, AcceptsBlockSizeZero)
       for policy in ("s3fifo", "lru", "fifo")),
+    *LONG_QUEUES, (PolicyByIdentity, "lru"),
 ]
 
 
@@ -260,8 +345,9 @@ def test_certify_at_the_results_level_catches_a_ghost_left_in_place() -> None:
     assert not certify_policy(results_level(GhostKeptOnHit), "s3fifo", "quick", 0).conforms
 
 
-@pytest.mark.parametrize("cls", [Int32Ids, Int8Ids, DoubleIds, DeduplicatedRequest, Uint32Keys, Uint8Keys, DoubleKeys],
-                         ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cls", [Int32Ids, Int8Ids, DoubleIds, DeduplicatedRequest, Uint32Keys, Uint8Keys, DoubleKeys, LengthByIdentity,
+                                 SmallLengthByIdentity, MainLengthByIdentity, GhostLengthByIdentity, PolicyByIdentity, RatioRangeUnchecked,
+                                 SecondChanceByTwo], ids=lambda cls: cls.__name__)
 def test_FIX_6_FIX_7_the_fixtures_catch_key_width_and_deduplication_at_the_results_level(cls: type) -> None:
     results = verify(CORPUS, lambda: results_level(cls), {})
     assert any(result.verdict == "fail" for result in results), f"{cls.__name__} passes every fixture"
@@ -310,6 +396,40 @@ def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_do
     assert all(math.isfinite(c.small_ratio) for c in configs), "a ratio JSON cannot carry went to a protocol adapter"
     assert not machine_for(over_the_protocol(adapter), "s3fifo").non_finite_ratios
     assert machine_for(Implementation.of(CanonicalS3FIFO()), "s3fifo").non_finite_ratios
+
+
+def test_every_quick_run_sends_every_probe() -> None:
+    """The whole-domain value of each knob and queues longer than 256 blocks, whatever the seed
+    and Hypothesis's generation (conformance/machine.py's probes)."""
+    adapter = Recording()
+    assert certify_policy(over_the_protocol(adapter), "s3fifo", "quick", 5).conforms
+    sent = {(c.capacity, c.block_size, c.small_ratio, c.max_freq) for c in adapter.configs}
+    wanted = probes("s3fifo")
+    assert all((p.config.capacity, p.config.block_size, p.config.small_ratio, p.config.max_freq) in sent for p in wanted)
+    assert {sys.float_info.max, -sys.float_info.max, 1.5} <= {p.config.small_ratio for p in wanted}
+    assert {INT64_MAX, 0, -1} <= {p.config.capacity for p in wanted} and {INT64_MAX, 0, -1} <= {p.config.block_size for p in wanted}
+    long = wanted[-1]
+    small_cap = round(long.config.capacity * long.config.small_ratio)
+    assert min(small_cap, long.config.capacity - small_cap) > 256 and max(map(len, long.requests)) > long.config.capacity
+    assert [list(ids) for ids in long.requests] == adapter.requests[-len(long.requests):]
+
+
+@pytest.mark.parametrize("pins", [Pins(small_ratio=0.01), Pins(small_ratio=0.9, max_freq=0)], ids=str)
+def test_the_long_queues_follow_the_pinned_knobs(pins: Pins) -> None:
+    probe = long_queues("s3fifo", pins)
+    assert probe is not None
+    small_cap = round(probe.config.capacity * probe.config.small_ratio)
+    assert (probe.config.small_ratio, probe.config.max_freq) == (pins.small_ratio, 3 if pins.max_freq is None else pins.max_freq)
+    assert max(small_cap, probe.config.capacity - small_cap) > 256 and min(small_cap, probe.config.capacity - small_cap) >= 1
+    assert long_queues("s3fifo", Pins(small_ratio=1e-9)) is None  # no capacity up to 2**13 is valid
+
+
+def test_PROTO_29_an_in_process_implementation_receives_its_configuration_as_new_objects() -> None:
+    adapter = Recording()
+    sent = AdapterConfig("lru", 2**40, 4, 0.1, 3)
+    InProcessAdapter("python:recorded", lambda: adapter).configure(sent)
+    received = adapter.configs[-1]
+    assert received == sent and received.policy is not sent.policy and received.capacity is not sent.capacity
 
 
 def test_S3_CONF_1_non_finite_ratios_are_drawn_for_in_process_adapters_only() -> None:
@@ -373,6 +493,10 @@ def test_FIX_6_the_replay_cases_hold_ids_across_the_whole_domain_and_repeated_id
     assert any(len(set(request)) < len(request) for request in requests)  # REPLAY-TRACE-4
     configs = [case["config"] for case in corpus_cases("replay")]
     assert {INT64_MAX, INT64_MIN} <= {c["capacity"] for c in configs} & {c["block_size"] for c in configs}
+    assert {sys.float_info.max, -sys.float_info.max} <= {c["small_ratio"] for c in configs}
+    long = [case for case in corpus_cases("replay") if "long queues" in case["title"]]
+    assert {case["config"]["policy"] for case in long} == {"s3fifo", "lru", "fifo"}
+    assert all(len(case["requests"][0]["hash_ids"]) > case["config"]["capacity"] for case in long)
 
 
 def test_FIX_7_the_benefit_cases_hold_keys_across_the_whole_domain() -> None:
