@@ -521,6 +521,9 @@ def trace_cases() -> Iterator[Json]:
                        ("too few blocks for input_length", good.replace('"input_length": 5', '"input_length": 9')),
                        ("too many blocks for input_length", good.replace('"input_length": 5', '"input_length": 4'))):
         yield trace_case(f"refused at line 2: {title}", [good, bad], clauses=("REPLAY-TRACE-7",))
+    largest = f'{{"timestamp": 0, "input_length": {2**63 - 1}, "output_length": 0, "hash_ids": [1]}}'
+    yield trace_case("refused at line 2: prompt tokens summing past 2**63 - 1", [largest, largest], block_size=2**63 - 1,
+                     clauses=("REPLAY-RESULT-3", "REPLAY-TRACE-7"))
 
 
 def comparison_cases() -> Iterator[Json]:
