@@ -11,15 +11,15 @@ net benefit; pressures include NaN and the infinities; configurations go around 
 now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
 refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them; a
 configuration both refuse is followed by another at once, so that an example tries many and
-still runs operations. Each example first offers two configurations that differ from the default
-in one whole-domain knob. Some rules reach what single steps rarely do: ghosts churned through
-small tables over a segment of 0 bytes, sizes conflicting both ways, and, when a count is 257
-(just above the ints CPython keeps one object for), hundreds of operations checked by their
-results and the state once.
+still runs operations. Some rules reach what single steps rarely do: ghosts churned through
+small tables over a segment of 0 bytes, sizes conflicting both ways. Where the machine finds
+nothing, fixed probes follow it (``probe_divergence``): every configuration that differs from the
+default in one whole-domain knob, and counts of 257 (just above the ints CPython keeps one object
+for), hundreds of operations checked by their results and the state once.
 """
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import no_type_check
 
@@ -36,7 +36,7 @@ from kvspec.reference.validation import INT64_MAX
 
 from .benefit_diagnosis import by_variants, cap_clauses, offer_clauses, state_clauses, victim_clauses
 from .diagnosis import Diagnosis, consistent
-from .faults import Located, Location
+from .faults import Located, Location, Unshrinkable
 from .fixture_cases import hit, offer, victims
 from .lockstep import Divergence
 from .machine import started
@@ -73,7 +73,7 @@ SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), wire_int(SE
 @st.composite
 def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     """Distinct segments of consistent sizes, mostly; now and then a conflicting size, larger or
-    smaller, or a repeated id (BEN-ADMIT-1), or more segments than there are small ints."""
+    smaller, or a repeated id (BEN-ADMIT-1)."""
     shared = draw(st.lists(SEGMENTS, unique=True, max_size=3))
     flaw = draw(st.integers(0, 15))
     if shared and flaw == 0:
@@ -82,9 +82,6 @@ def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
         shared.append(shared[0])
     if shared and flaw == 2:
         shared[-1] = (shared[-1][0], abs(shared[-1][1] - 1))
-    if flaw == 3:
-        numbering = draw(st.runner()).numbering
-        shared = [(numbering(len(SEGMENT_SIZES) + n), 1) for n in range(1, ABOVE_SMALL_INTS + 1)]
     return shared
 
 
@@ -133,20 +130,15 @@ class BenefitMachine(RuleBasedStateMachine):
         type(self).examples += 1
         self.reference: BenefitPolicy | None = None
         self.step = 0
-        self.long_run = False  # a long run of operations (fill_ghosts, hit_to_threshold) is done: one an example
 
     def diverge(self, clauses: list[str], detail: str, expected: object, actual: object, consistent_with: tuple[str, ...] = ()) -> Divergence:
         return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[],
                           benefit={"config": self.config_wire, "operations": list(self.operations)}, consistent_with=consistent_with)
 
-    @initialize(config=configs(), probes=st.lists(st.sampled_from(WIDE_ALONE), min_size=2, max_size=2))
-    def configure(self, config: BenefitConfig, probes: Sequence[BenefitConfig] = ()) -> None:
-        """BEN-CONF-8: both accept the configuration, or both refuse it. The ``probes`` come first:
-        configurations with a knob from the whole domain, most of them refused, that are only
-        offered (no operation follows), so that every run tries many of them at little cost."""
+    @initialize(config=configs())
+    def configure(self, config: BenefitConfig) -> None:
+        """BEN-CONF-8: both accept the configuration, or both refuse it."""
         self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
-        for probe in probes:
-            self.offer_configuration(probe)
         self.offer_configuration(config)
 
     def offer_configuration(self, config: BenefitConfig) -> None:
@@ -222,7 +214,7 @@ class BenefitMachine(RuleBasedStateMachine):
     def results_only(self, run: Callable[[], object], operation: str) -> None:
         """``run``'s operations checked by their results, the state once after the last: hundreds of
         them stay cheap."""
-        self.long_run, self.state_checked = True, False
+        self.state_checked = False
         try:
             actual = run()
         finally:
@@ -241,8 +233,6 @@ class BenefitMachine(RuleBasedStateMachine):
         actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
         self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
                    lambda: offer_clauses(expected, actual), expected, actual)
-        if len(shared) >= ABOVE_SMALL_INTS:  # removed at once: every later step would score its hundreds of shares
-            self.remove(key, frozenset())
 
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
@@ -294,8 +284,6 @@ class BenefitMachine(RuleBasedStateMachine):
             self.remove(key, frozenset())
         self.offer(keys[0], 8, [], FIXED_COSTS[0], frozenset())
 
-    @precondition(lambda self: self.reference is not None and self.reference.config.ghost_capacity == ABOVE_SMALL_INTS and not self.long_run)
-    @rule()
     def fill_ghosts(self) -> None:
         """One ghost more than a table of 257 holds (BEN-GHOST-2, BEN-GHOST-3), then the oldest key
         offered again: its ghost is gone."""
@@ -309,13 +297,16 @@ class BenefitMachine(RuleBasedStateMachine):
 
         self.results_only(run, f"{2 * len(fresh) + 1} offers and removals")
 
-    @precondition(lambda self: self.reference is not None and self.reference.config.persistence_hit_threshold == ABOVE_SMALL_INTS
-                  and not self.long_run)
-    @rule(key=KEYS)
     def hit_to_threshold(self, key: int) -> None:
         """An entry hit 257 times, as often as the threshold asks: it is promoted (BEN-HIT-2)."""
         self.offer(key, 8, [], FIXED_COSTS[0], frozenset())
         self.results_only(lambda: [self.hit(key, FIXED_COSTS[0]) for _ in range(ABOVE_SMALL_INTS)], f"{ABOVE_SMALL_INTS} hits of {key}")
+
+    def offer_many_segments(self) -> None:
+        """An offer of 257 segments of 1 byte (BEN-ADMIT-1 counts their ids), then its removal."""
+        shared = [(self.numbering(len(SEGMENT_SIZES) + n), wire_int(1)) for n in range(1, ABOVE_SMALL_INTS + 1)]
+        self.offer(self.numbering(1), 1, shared, FIXED_COSTS[0], frozenset())
+        self.remove(self.numbering(1), frozenset())
 
     @CONFIGURED
     @rule(key=KEYS, cost=COSTS)
@@ -383,6 +374,31 @@ class BenefitMachine(RuleBasedStateMachine):
         expected = None if removed is None else removed[1]
         actual = self.adapter.remove(key, pinned)
         self.agree(f"remove({key}, {set(pinned)})", lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
+
+
+def probe_divergence(implementation: Implementation) -> Divergence | None:
+    """The probes, in order, on the running implementation (a fresh one after a failure): WIDE_ALONE,
+    every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
+    ghost table overflowed, a threshold reached and an offer of that many segments. The first
+    Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
+    would go unmet in a quick run, and each would make every example dearer to draw and shrink;
+    sent after the machine, they cost nothing to an implementation it has already caught."""
+    machine = benefit_machine_for(implementation)()
+    machine.number_keys(KEY_NUMBERINGS[0])
+    try:
+        for probe in WIDE_ALONE:
+            machine.configure(probe)
+        machine.configure(replace(BenefitConfig(), ghost_capacity=ABOVE_SMALL_INTS))
+        machine.fill_ghosts()
+        machine.configure(replace(BenefitConfig(), persistence_hit_threshold=ABOVE_SMALL_INTS))
+        machine.hit_to_threshold(1)
+        machine.configure(BenefitConfig())
+        machine.offer_many_segments()
+    except Unshrinkable as stop:
+        return stop.fault
+    except Divergence as divergence:
+        return divergence
+    return None
 
 
 def benefit_machine_for(implementation: Implementation, fresh_each_example: bool = False) -> type[BenefitMachine]:

@@ -19,6 +19,7 @@ from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import BenefitConfig
 
 from .benefit_machine import benefit_machine_for
+from .benefit_machine import probe_divergence as benefit_probe_divergence
 from .faults import Unshrinkable, reset_difference
 from .lockstep import Divergence
 from .machine import Pins, machine_for, probe_divergence
@@ -102,7 +103,7 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
             raise
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
-    probed = probe_divergence(implementation, policy, pins) if not found and policy != "benefit" else None
+    probed = None if found else benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins)
     if probed is not None:
         found.append(finding(probed, []))
     return Outcome(policy, rate, tuple(sorted(found, key=earliest)))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import Implementation, load_adapter
-from kvspec.conformance.benefit_machine import ABOVE_SMALL_INTS, WIDE, WIDE_ALONE, BenefitMachine, benefit_machine_for
+from kvspec.conformance.benefit_machine import ABOVE_SMALL_INTS, WIDE, WIDE_ALONE, BenefitMachine, benefit_machine_for, probe_divergence
 from kvspec.conformance.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical
 from kvspec.conformance.lockstep import Divergence
 from kvspec.conformance.strategies import KEY_NUMBERINGS
@@ -142,7 +142,7 @@ def machine(adapter: CanonicalBenefit, config: BenefitConfig) -> BenefitMachine:
     """A benefit machine configured with ``config`` (keys numbered 1, 2, ...), outside Hypothesis."""
     instance = benefit_machine_for(Implementation.of(adapter))()
     instance.number_keys(KEY_NUMBERINGS[0])
-    instance.configure(config, [])
+    instance.configure(config)
     assert instance.reference is not None, "the configuration is refused"
     return instance
 
@@ -158,6 +158,12 @@ def test_each_new_draw_catches_the_mistake_it_is_for_and_passes_the_canonical_po
     rule(machine(canonical(), config))
     with pytest.raises(Divergence):
         rule(machine(mistaken(), config))
+
+
+@pytest.mark.parametrize("mistaken", [ThresholdByIdentity, GhostTableByIdentity])
+def test_the_probes_after_the_machine_catch_counts_compared_by_identity(mistaken: type[CanonicalBenefit]) -> None:
+    assert probe_divergence(Implementation.of(canonical())) is None
+    assert isinstance(probe_divergence(Implementation.of(mistaken())), Divergence)
 
 
 def test_the_probes_set_one_knob_at_a_time_to_each_whole_domain_value() -> None:
