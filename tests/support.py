@@ -10,6 +10,8 @@ from typing import Any
 import icontract
 import pytest
 
+from kvspec.adapters.interface import AdapterConfig
+from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.reference import FIFO, LRU, S3FIFO
 
 
@@ -46,3 +48,20 @@ def certify_report(adapter: str, policy: str, directory: Path) -> tuple[int, Any
                           "--report", str(directory)], capture_output=True, text=True, timeout=600, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
     assert run.returncode in (0, 3), run.stderr
     return run.returncode, Report.model_validate_json((directory / "report.json").read_text())
+
+
+class Recording(ReferenceAdapter):
+    """The reference, recording what it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.configs: list[AdapterConfig] = []
+        self.requests: list[list[int]] = []
+
+    def configure(self, config: AdapterConfig) -> None:
+        self.configs.append(config)
+        super().configure(config)
+
+    def access(self, hash_ids: list[int]) -> None:
+        self.requests.append(list(hash_ids))
+        super().access(hash_ids)

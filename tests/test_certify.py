@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.adapters import Implementation, load_adapter
+from kvspec.adapters import load_adapter
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.certify import certify_policy
@@ -19,7 +19,7 @@ from kvspec.conformance.machine import Pins
 from kvspec.conformance.mutants import FACTORIES, MUTANTS, canonical
 from kvspec.reference import POLICIES
 
-from support import certify_report
+from support import Recording, certify_report
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_EXAMPLE = ROOT / "examples" / "s3fifo-node" / "server.js"
@@ -100,24 +100,10 @@ def test_the_same_seed_gives_the_same_verdict(tmp_path: Path) -> None:
     assert first and [(f.message, f.steps) for f in first] == [(f.message, f.steps) for f in second]
 
 
-class Recording(ReferenceAdapter):
-    """The reference, keeping every configuration and request certify sends it."""
-
-    sent: list[object] = []
-
-    def configure(self, config: AdapterConfig) -> None:
-        self.sent.append(config)
-        super().configure(config)
-
-    def access(self, hash_ids: list[int]) -> None:
-        self.sent.append(tuple(hash_ids))
-        super().access(hash_ids)
-
-
-def examples_sent(seed: int) -> list[object]:
-    Recording.sent = []
-    certify_policy(Implementation.in_process(Recording), "s3fifo", "quick", seed)
-    return Recording.sent
+def examples_sent(seed: int) -> tuple[list[AdapterConfig], list[list[int]]]:
+    adapter = Recording()
+    certify_policy(adapter, "s3fifo", "quick", seed)
+    return adapter.configs, adapter.requests
 
 
 def test_the_same_seed_draws_the_same_examples_whatever_local_modules_are_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

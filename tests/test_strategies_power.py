@@ -27,6 +27,8 @@ from kvspec.conformance.mutants import CanonicalS3FIFO
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
+from support import Recording
+
 CORPUS = Path(__file__).resolve().parent.parent / "spec" / "fixtures"
 
 
@@ -354,23 +356,6 @@ def test_FIX_6_FIX_7_the_fixtures_catch_key_width_and_deduplication_at_the_resul
 
 
 # What certify draws and what the corpus holds ----------------------------------------------------
-
-
-class Recording(ReferenceAdapter):
-    """The reference, recording what it was sent."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.configs: list[AdapterConfig] = []
-        self.requests: list[list[int]] = []
-
-    def configure(self, config: AdapterConfig) -> None:
-        self.configs.append(config)
-        super().configure(config)
-
-    def access(self, hash_ids: list[int]) -> None:
-        self.requests.append(list(hash_ids))
-        super().access(hash_ids)
 
 
 def over_the_protocol(adapter: ReferenceAdapter) -> Implementation:
