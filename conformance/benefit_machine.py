@@ -144,6 +144,7 @@ class BenefitMachine(RuleBasedStateMachine):
     def offer_configuration(self, config: BenefitConfig) -> None:
         self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
+        self.step = 0  # operations are numbered from the configuration they follow
         try:
             self.reference = BenefitPolicy(config)
             refused_by = None
@@ -302,6 +303,16 @@ class BenefitMachine(RuleBasedStateMachine):
         self.offer(key, 8, [], FIXED_COSTS[0], frozenset())
         self.results_only(lambda: [self.hit(key, FIXED_COSTS[0]) for _ in range(ABOVE_SMALL_INTS)], f"{ABOVE_SMALL_INTS} hits of {key}")
 
+    def ghosts_past_their_age(self) -> None:
+        """A ghost remembered at each of the first observations, then offers until the clock is well
+        past ghost_max_age_observations: each expires exactly when BEN-GHOST-4 says."""
+        keys = [self.numbering(slot) for slot in range(1, 6)]
+        for key in keys:
+            self.offer(key, 1, [], FIXED_COSTS[0], frozenset())
+            self.remove(key, frozenset())
+        for key in keys:
+            self.offer(key, 1, [], FIXED_COSTS[0], frozenset())
+
     def offer_many_segments(self) -> None:
         """An offer of 257 segments of 1 byte (BEN-ADMIT-1 counts their ids), then its removal."""
         shared = [(self.numbering(len(SEGMENT_SIZES) + n), wire_int(1)) for n in range(1, ABOVE_SMALL_INTS + 1)]
@@ -379,7 +390,8 @@ class BenefitMachine(RuleBasedStateMachine):
 def probe_divergence(implementation: Implementation) -> Divergence | None:
     """The probes, in order, on the running implementation (a fresh one after a failure): WIDE_ALONE,
     every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
-    ghost table overflowed, a threshold reached and an offer of that many segments. The first
+    ghost table overflowed, a threshold reached and an offer of that many segments; an offer that
+    names one segment twice; ghosts of every age up to well past the limit. The first
     Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
     would go unmet in a quick run, and each would make every example dearer to draw and shrink;
     sent after the machine, they cost nothing to an implementation it has already caught."""
@@ -394,6 +406,9 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
         machine.hit_to_threshold(1)
         machine.configure(BenefitConfig())
         machine.offer_many_segments()
+        machine.offer(machine.numbering(1), 1, [(machine.numbering(1), 4)] * 2, FIXED_COSTS[0], frozenset())  # BEN-ADMIT-1
+        machine.configure(replace(BenefitConfig(), ghost_max_age_observations=2))
+        machine.ghosts_past_their_age()
     except Unshrinkable as stop:
         return stop.fault
     except Divergence as divergence:

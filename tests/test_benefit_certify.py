@@ -138,6 +138,22 @@ class EmptySegmentDroppedFirst(CanonicalBenefit):
         return self.select_probation_cap_victims(pinned)
 
 
+class DuplicateSegmentsMerged(CanonicalBenefit):
+    """Merges a segment named twice in one offer instead of rejecting it (BEN-ADMIT-1)."""
+
+    def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
+                           pinned: frozenset[int]) -> Decision:
+        return super().consider_admission(key, exclusive_bytes, list(dict.fromkeys(shared)), cost, pinned)
+
+
+class GhostsExpireOneEarly(CanonicalBenefit):
+    """Keeps only the ghosts younger than the age limit, not those at it (BEN-GHOST-4)."""
+
+    def expire(self) -> None:
+        oldest = max(self.clock - self.config.ghost_max_age_observations, 0)
+        self.ghosts = {k: g for k, g in self.ghosts.items() if g[3] > oldest}
+
+
 def machine(adapter: CanonicalBenefit, config: BenefitConfig) -> BenefitMachine:
     """A benefit machine configured with ``config`` (keys numbered 1, 2, ...), outside Hypothesis."""
     instance = benefit_machine_for(Implementation.of(adapter))()
@@ -160,8 +176,8 @@ def test_each_new_draw_catches_the_mistake_it_is_for_and_passes_the_canonical_po
         rule(machine(mistaken(), config))
 
 
-@pytest.mark.parametrize("mistaken", [ThresholdByIdentity, GhostTableByIdentity])
-def test_the_probes_after_the_machine_catch_counts_compared_by_identity(mistaken: type[CanonicalBenefit]) -> None:
+@pytest.mark.parametrize("mistaken", [ThresholdByIdentity, GhostTableByIdentity, DuplicateSegmentsMerged, GhostsExpireOneEarly])
+def test_the_probes_after_the_machine_catch_what_they_are_for(mistaken: type[CanonicalBenefit]) -> None:
     assert probe_divergence(Implementation.of(canonical())) is None
     assert isinstance(probe_divergence(Implementation.of(mistaken())), Divergence)
 
