@@ -45,7 +45,7 @@ class Expired(BaseException):
 
 def within(seconds: float, call: Callable[..., T], *args: Any) -> T:
     """``call(*args)``, or Expired once ``seconds`` have passed (PROTO-15's timeouts, PROTO-29)."""
-    if threading.get_ident() == MAIN_THREAD:
+    if threading.get_ident() == MAIN_THREAD and WATCHDOG.free():
         return WATCHDOG.run(seconds, call, *args)
     return _waited(seconds, lambda: call(*args))
 
@@ -53,7 +53,9 @@ def within(seconds: float, call: Callable[..., T], *args: Any) -> T:
 class Watchdog:
     """One interval timer (SIGALRM) that ticks while calls are guarded and raises Expired in the
     call that has run past its deadline. Arming a timer per call would cost two system calls a
-    call; a call here costs two assignments, and the deadline is kept within a tick."""
+    call; a call here costs two assignments, and the deadline is kept within a tick. The timer is
+    borrowed: taken only while no other is set (a test runner's timeout, the host's own alarm),
+    and the host's SIGALRM handler is put back when it stops."""
 
     TICK = 0.1  # seconds between checks
     IDLE = 2.0  # seconds without a guarded call before the timer stops
@@ -62,10 +64,16 @@ class Watchdog:
         self.deadline: float | None = None
         self.last_call = 0.0
         self.ticking = False
+        self.host_handler: Any = signal.SIG_DFL
+
+    def free(self) -> bool:
+        """The timer is the watchdog's already, or no one's."""
+        return self.ticking or signal.getitimer(signal.ITIMER_REAL)[0] == 0.0
 
     def run(self, seconds: float, call: Callable[..., T], *args: Any) -> T:
         if not self.ticking:
-            signal.signal(signal.SIGALRM, self.tick)
+            host_handler = signal.signal(signal.SIGALRM, self.tick)
+            self.host_handler = signal.SIG_DFL if host_handler is None else host_handler  # None: a handler set outside Python
             signal.setitimer(signal.ITIMER_REAL, self.TICK, self.TICK)
             self.ticking = True
             atexit.register(self.stop)  # a tick during the interpreter's shutdown would end the process
@@ -86,6 +94,7 @@ class Watchdog:
 
     def stop(self) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.host_handler)
         self.ticking = False
         atexit.unregister(self.stop)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import Implementation
-from kvspec.adapters.inprocess import InProcessAdapter
+from kvspec.adapters.inprocess import WATCHDOG, Expired, InProcessAdapter, within
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.certify import certify_policy
@@ -346,3 +346,37 @@ def tag(request: pytest.FixtureRequest) -> Iterator[str]:
     mark = f"tag-{abs(hash(request.node.nodeid)):x}"
     yield mark
     assert processes_running(mark) == []
+
+
+@pytest.fixture
+def host_alarm() -> Iterator[list[int]]:
+    """The host's own SIGALRM handler, counting its signals; put back as it was afterwards."""
+    received: list[int] = []
+    before = signal.signal(signal.SIGALRM, lambda signum, frame: received.append(signum))
+    yield received
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, before)
+
+
+def test_an_in_process_deadline_leaves_a_host_timer_running(host_alarm: list[int]) -> None:
+    """PROTO-29 under a test runner's timeout: the host's timer and handler are untouched, and a
+    call that hangs still ends at its deadline (waited for from another thread)."""
+    WATCHDOG.stop()
+    handler = signal.getsignal(signal.SIGALRM)
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    assert within(1.0, lambda: 42) == 42
+    started = time.monotonic()
+    with pytest.raises(Expired):
+        within(0.3, time.sleep, 5)
+    assert time.monotonic() - started < 2.0
+    assert signal.getsignal(signal.SIGALRM) is handler and 25.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30.0
+    assert host_alarm == []
+
+
+def test_the_watchdog_puts_the_host_handler_back_when_it_stops(host_alarm: list[int]) -> None:
+    WATCHDOG.stop()
+    handler = signal.getsignal(signal.SIGALRM)
+    assert within(1.0, lambda: 42) == 42
+    assert WATCHDOG.ticking and signal.getsignal(signal.SIGALRM) is not handler
+    WATCHDOG.stop()
+    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL)[0] == 0.0
