@@ -103,9 +103,10 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
             raise
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
-    probed = None if found else benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins)
-    if probed is not None:
-        found.append(finding(probed, []))
+    if not found:
+        probed = benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins)
+        if probed is not None:
+            found.append(finding(probed, []))
     return Outcome(policy, rate, tuple(sorted(found, key=earliest)))
 
 

@@ -386,6 +386,14 @@ REUSE_PRESSURES = [0.0, 0.25, 0.5, 0.75, 1.0, 2.0, -1.0, NAN, INF, -INF]
 REUSE_SEGMENT_SIZES = [0, 6, 6, 300]  # a zero-size segment, and one above CPython's small integers
 
 
+def reuse_segment(rng: XorShift64, segment: int, size: int) -> list[tuple[int, int]]:
+    """The one shared segment at its size, now and then a byte off (a conflict, BEN-ADMIT-1; a
+    segment of no bytes stays at 0); once in eight named twice (a duplicate reference)."""
+    off_by = (0, 0, 0, 1, -1)[rng.u64() % 5]
+    times = 2 if rng.u64() % 8 == 7 else 1
+    return [(segment, size + off_by if size > 0 else 0)] * times
+
+
 def reuse_operations(rng: XorShift64, n: int, numbering: Numbering = KEY_NUMBERINGS[0]) -> list[Json]:
     """Operations whose results hang on the reuse statistics: four keys offered alike (one cost,
     one size) so that their scores differ by reuse probability alone (BEN-SCORE-4), hits, misses and
@@ -396,7 +404,7 @@ def reuse_operations(rng: XorShift64, n: int, numbering: Numbering = KEY_NUMBERI
     for _ in range(n):
         key, move = numbering(1 + rng.u64() % 4), rng.u64() % 16
         if move < 4:
-            shared = [(numbering(5), size + (0, 0, 0, 1, -1)[rng.u64() % 5] * (size > 0))] * (1 + rng.u64() % 8 // 7) if rng.u64() % 3 == 0 else []
+            shared = reuse_segment(rng, numbering(5), size) if rng.u64() % 3 == 0 else []
             cold, restore = REUSE_COSTS[rng.u64() % len(REUSE_COSTS)]
             operations.append(offer(key, 8, shared, cold, restore))
         elif move < 7:
