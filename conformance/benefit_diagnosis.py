@@ -20,7 +20,9 @@ from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Identity, Level
 from kvspec.adapters.reference import ReferenceBenefitAdapter
 from kvspec.adapters.serve import answer_benefit
-from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, Decision, Victims
+from kvspec.adapters.protocol import from_double
+from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
+from kvspec.reference.benefit.config import is_valid
 from kvspec.reference.benefit.selection import physical_release
 
 from .benefit_mutants import MUTANTS
@@ -28,6 +30,7 @@ from .diagnosis import Diagnosis, consistent, named
 from .fixture_cases import wire
 
 Json = dict[str, Any]
+COST_SIDES = ("cold_prefill_cost", "restore_cost")
 
 
 def offer_clauses(expected: Decision, actual: Decision) -> Diagnosis:
@@ -37,6 +40,13 @@ def offer_clauses(expected: Decision, actual: Decision) -> Diagnosis:
     if expected.kind != "reject" and actual.kind != "reject" and expected.reason == actual.reason:
         return named("BEN-ADMIT-6", evidence=f"; admitted with {actual.kind}, where the hits give {expected.kind}")
     return consistent("BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6")
+
+
+def hit_clauses(cost: CostSample) -> Diagnosis:
+    """A hit's decision that differs: with an invalid sample any decision breaks BEN-HIT-3 by itself."""
+    if not is_valid(cost):
+        return named("BEN-HIT-3", evidence="; a hit with an invalid cost sample changes nothing and decides nothing")
+    return consistent("BEN-HIT-2", "BEN-HIT-1")
 
 
 def cap_clauses(actual: CapRepair, pinned: frozenset[int]) -> Diagnosis:
@@ -82,6 +92,8 @@ def state_clauses(operation: Json, result: object, clock_before: int, config: Be
     if broken is not None:
         return broken
     command, key = operation["cmd"], operation.get("key")
+    if command == "record_hit" and not is_valid(CostSample(*(from_double(operation["cost"][side]) for side in COST_SIDES))):
+        return named("BEN-HIT-3", evidence="; a hit with an invalid cost sample changed the state")
     if expected.clock != actual.clock:
         moved = f"; the clock went from {clock_before} to {actual.clock}, the spec's to {expected.clock}"
         if command == "consider_admission":
@@ -165,8 +177,8 @@ def by_variants(diagnosis: Diagnosis, config: Json, operations: list[Json], actu
     one that gives every answer and state the implementation gave is named when nothing else is;
     at the results level, where a result read against the spec's state is only consistent with a
     break, the variants that give every answer say which."""
-    if diagnosis.named and (state_level or diagnosis.named[0] in ("BEN-VICTIM-5", "BEN-CAP-5")):
-        return diagnosis  # shown on the implementation's own state, or (a pinned or repeated victim) in the result itself
+    if diagnosis.named and (state_level or diagnosis.named[0] in ("BEN-VICTIM-5", "BEN-CAP-5", "BEN-HIT-3")):
+        return diagnosis  # shown on the implementation's own state, or in the result itself (a pinned or repeated victim; a decision on an invalid sample)
     variants = list(dict.fromkeys(reproducing_variants(config, operations, actual, state_level, of_state)))
     if state_level:
         if len(variants) == 1:

@@ -21,7 +21,8 @@ def valid(cost: CostSample) -> bool:
 
 
 def net(cost: CostSample) -> float:
-    return max(cost[0] - cost[1], 0.0)
+    difference = cost[0] - cost[1]
+    return difference if difference > 0.0 else 0.0
 
 
 @dataclass
@@ -58,7 +59,7 @@ class CanonicalBenefit:
     def configure_benefit(self, config: BenefitConfig) -> None:
         ints = (config.probation_byte_budget, config.grace_observations, config.ghost_capacity, config.ghost_max_age_observations)
         if (any(type(v) is not int or v < 0 for v in ints) or type(config.persistence_hit_threshold) is not int
-                or config.persistence_hit_threshold < 1 or type(config.min_reuse_probability) is not float
+                or not 1 <= config.persistence_hit_threshold < 2**32 or type(config.min_reuse_probability) is not float
                 or not 0.0 <= config.min_reuse_probability <= 1.0 or type(config.decay_factor) is not float
                 or not 0.0 < config.decay_factor < 1.0):
             raise ConfigRefused("invalid configuration")
@@ -127,6 +128,8 @@ class CanonicalBenefit:
         return Decision("reject", "no-net-benefit") if net(cost) <= 0.0 else None
 
     def record_hit(self, key: int, cost: CostSample) -> Decision | None:
+        if not self.hit_counts(cost):
+            return None
         if valid(cost):
             self.clock += 1
         item = self.items.get(key)
@@ -138,6 +141,9 @@ class CanonicalBenefit:
             item.state = "admitted"
             return Decision("promote", "probation-second-hit")
         return None
+
+    def hit_counts(self, cost: CostSample) -> bool:
+        return valid(cost)
 
     def record_miss(self, key: int) -> None:
         self.clock += 1
@@ -318,6 +324,17 @@ class RejectAdvancesClock(CanonicalBenefit):
         return Decision("reject", "no-net-benefit")
 
 
+class InvalidHitCounted(CanonicalBenefit):
+    """Counts a hit whose cost sample is invalid (the hits, the weights, the sample kept; only the
+    clock stands still), as BEN-HIT-1 read before findings F-16 was resolved: breaks BEN-HIT-3."""
+
+    name = "invalid-hit-counted"
+    breaks = "BEN-HIT-3"
+
+    def hit_counts(self, cost: CostSample) -> bool:
+        return True
+
+
 class NoKeyTiebreak(CanonicalBenefit):
     """Orders scored victims by score alone, ties in the order entries arrived: breaks BEN-VICTIM-2."""
 
@@ -329,7 +346,8 @@ class NoKeyTiebreak(CanonicalBenefit):
 
 
 MUTANTS: dict[str, type[CanonicalBenefit]] = {
-    cls.name: cls for cls in (PerEntryRounding, FractionalRelease, GraceNeverWaived, PinnedEvictable, GhostsLost, RejectAdvancesClock, NoKeyTiebreak)
+    cls.name: cls for cls in (PerEntryRounding, FractionalRelease, GraceNeverWaived, PinnedEvictable, GhostsLost, RejectAdvancesClock,
+                              InvalidHitCounted, NoKeyTiebreak)
 }
 
 
@@ -359,6 +377,10 @@ def ghosts_lost() -> CanonicalBenefit:
 
 def reject_advances_clock() -> CanonicalBenefit:
     return RejectAdvancesClock()
+
+
+def invalid_hit_counted() -> CanonicalBenefit:
+    return InvalidHitCounted()
 
 
 def no_key_tiebreak() -> CanonicalBenefit:

@@ -425,6 +425,7 @@ def reuse_operations(rng: XorShift64, n: int, numbering: Numbering = KEY_NUMBERI
 
 WIDE_BENEFIT_KNOBS = [*((knob, value) for knob in ("probation_byte_budget", "persistence_hit_threshold", "grace_observations", "ghost_capacity",
                                                      "ghost_max_age_observations") for value in (INT64_MAX, INT64_MIN)),
+                      ("persistence_hit_threshold", 2**32 - 1),  # BEN-CONF-2's upper bound (findings F-18)
                       *(("min_reuse_probability", value) for value in (NAN, INF, -0.5, 1.0)),
                       *(("decay_factor", value) for value in (NAN, -INF, INF, 0.0, 1.0 - 2**-53))]
 # The seeds of reuse_operations that, among the first 3,000, together tell apart from the spec every
@@ -433,8 +434,9 @@ REUSE_SEEDS = (19, 30, 45, 95, 151, 214, 278, 352, 472, 636, 2265)
 
 
 def benefit_cases() -> Iterator[Json]:
-    for knob, bad in (("probation_byte_budget", -1), ("persistence_hit_threshold", 0), ("min_reuse_probability", 1.5), ("decay_factor", 1.0),
-                      ("grace_observations", -1), ("ghost_capacity", -1), ("ghost_max_age_observations", -1)):
+    for knob, bad in (("probation_byte_budget", -1), ("persistence_hit_threshold", 0), ("persistence_hit_threshold", 2**32),
+                      ("min_reuse_probability", 1.5), ("decay_factor", 1.0), ("grace_observations", -1), ("ghost_capacity", -1),
+                      ("ghost_max_age_observations", -1)):
         yield benefit_case(f"refused: {knob} {bad}", "BEN-CONF-8", {**DEFAULTS, knob: bad}, [])
     for name, config, operations, clauses in SCENARIOS:
         yield benefit_case(name, "spec/benefit.md, written by hand", config, operations, clauses=clauses)
@@ -463,8 +465,28 @@ SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
      [offer(2, 8, [], TWO_53, 0.0), offer(1, 8, [], TWO_53 + 2, 1.0), hit(2, TWO_53, 0.0), hit(1, TWO_53 + 2, 1.0), victims(8)],
      ("BEN-ARITH-1", "BEN-VICTIM-2")),
     ("no net benefit: rejected, the clock untouched", DEFAULTS, [offer(1, 8, [], 20.0, 20.0), offer(2, 8, [], 100.0, 30.0)], ("BEN-ADMIT-2",)),
-    ("an invalid cost sample on a hit leaves no score", {**DEFAULTS, "grace_observations": 0},
-     [offer(1, 8, [], 100.0, 30.0), hit(1, NAN, 1.0), offer(2, 8, [], 100.0, 30.0), hit(2, 100.0, 30.0), victims(16)], ()),
+    # Findings F-16: key 1 stays a no-hit probationer, the first victim; counted, the hit would
+    # give it no score and no eviction could choose it (victims [2]).
+    ("a hit with an invalid cost sample changes nothing", {**DEFAULTS, "grace_observations": 0},
+     [offer(1, 8, [], 100.0, 30.0), hit(1, NAN, 1.0), offer(2, 8, [], 100.0, 30.0), hit(2, 100.0, 30.0), victims(16)], ("BEN-HIT-3",)),
+    ("a hit with an invalid cost sample does not promote at threshold 1", {**DEFAULTS, "persistence_hit_threshold": 1},
+     [offer(1, 0, [], 100.0, 30.0), hit(1, NAN, 1.0), hit(1, 1.0, INF), hit(1, -1.0, 0.0), hit(2, NAN, 1.0)], ("BEN-HIT-3",)),
+    # Findings F-15, seen in a decision: the ghost of key 1 is still young (max age 1) because the
+    # rejection did not move the clock; had it, the re-offer would find no ghost (admit-probation).
+    ("a rejection does not age the ghosts", {**DEFAULTS, "persistence_hit_threshold": 1, "ghost_max_age_observations": 1},
+     [offer(1, 8, [], 100.0, 30.0), {"cmd": "remove", "key": 1, "pinned": []}, offer(2, 8, [], 20.0, 20.0), offer(1, 8, [], 100.0, 30.0)],
+     ("BEN-ADMIT-2", "BEN-GHOST-4")),
+    # Findings F-19: (-0.0, 0.0) is a valid sample whose net benefit is +0.0; IEEE-754 totalOrder on a
+    # score of -0.0 would put key 2 first.
+    ("negative zero: a score of zero ties and keys decide", {**DEFAULTS, "persistence_hit_threshold": 1, "grace_observations": 0},
+     [offer(2, 8, [], 100.0, 30.0), offer(1, 8, [], 100.0, 30.0), hit(2, -0.0, 0.0), hit(1, 0.0, 0.0), victims(10**6)],
+     ("BEN-COST-2", "BEN-VICTIM-2")),
+    # Findings F-17: exclusive bytes and segments held at exactly 2**53; the sums the replies carry
+    # (freed, the probation charge, the shortfall) reach it and fit.
+    ("bytes held at the bound 2**53", {**DEFAULTS, "grace_observations": 0},
+     [offer(1, 2**52, [], 100.0, 30.0), offer(2, 2**52 - 8, [(7, 4), (8, 4)], 100.0, 30.0), offer(3, 0, [(7, 4)], 60.0, 10.0),
+      {"cmd": "select_probation_cap_victims", "pinned": [1, 2, 3]}, victims(2**63 - 1), victims(2**53),
+      {"cmd": "remove", "key": 2, "pinned": [1, 3]}, offer(4, 2**52 - 4, [], 100.0, 30.0)], ("BEN-KEY-2", "BEN-VICTIM-4", "BEN-LEDGER-5")),
     ("a ghost takes over: the re-offer counts as a reuse", {**DEFAULTS, "persistence_hit_threshold": 2},
      [offer(1, 8, [], 100.0, 30.0), hit(1, 100.0, 30.0), {"cmd": "remove", "key": 1, "pinned": []}, offer(1, 8, [], 100.0, 30.0)], ()),
     ("shared segments: fractional shares and marginal release", {**DEFAULTS, "grace_observations": 0},
@@ -477,6 +499,10 @@ SCENARIOS: list[tuple[str, Json, list[Json], tuple[str, ...]]] = [
     ("fractional shares are not rounded: 3 bytes shared by two", {**DEFAULTS, "persistence_hit_threshold": 1, "grace_observations": 0},
      [offer(2, 0, [(9, 3)], 100.0, 30.0), offer(3, 0, [(9, 3)], 100.0, 30.0), offer(1, 1, [], 100.0, 30.0), hit(1, 100.0, 30.0),
       hit(2, 100.0, 30.0), hit(3, 100.0, 30.0), victims(10**6)], ("BEN-LEDGER-3", "BEN-SCORE-3")),
+    # BEN-LEDGER-5's own example: nine shares of a 4-byte segment sum to 4.000000000000001 and charge
+    # 5, within a budget of 5; a ceiling per share would charge 1 for each, and the cap would choose.
+    ("one ceiling for the whole charge: nine shares of 4 bytes", {**DEFAULTS, "probation_byte_budget": 5},
+     [offer(key, 0, [(7, 4)], 100.0, 30.0) for key in range(1, 10)], ("BEN-LEDGER-5", "BEN-ARITH-3")),
     # Integers above 256 are distinct objects in CPython: counts and sizes compared by identity differ.
     ("integers above 256: 257 segments in one offer, a 300-byte segment offered twice", DEFAULTS,
      [offer(1, 0, [(s, 1) for s in range(1, 258)], 100.0, 30.0), offer(2, 0, [(300, 300)], 100.0, 30.0), offer(3, 0, [(300, 300)], 100.0, 30.0)],

@@ -4,6 +4,8 @@ Expected values are worked out by hand from the clause's words in the comments b
 Sizes are small integers so that the doubles involved are exact unless a test is about rounding.
 """
 
+from dataclasses import replace
+import math
 from fractions import Fraction
 
 import pytest
@@ -18,6 +20,7 @@ from kvspec.reference.benefit.selection import in_grace, probation_charge
 
 from support import violation
 
+NAN, INF = float("nan"), float("inf")
 COST = CostSample(100.0, 30.0)  # net benefit 70
 NO_PIN: frozenset[int] = frozenset()
 
@@ -39,6 +42,7 @@ def admit(p: BenefitPolicy, key: int, exclusive: int = 10, shared: list[tuple[in
         ("probation_byte_budget", -1, "BEN-CONF-1"),
         ("probation_byte_budget", 2**63, "BEN-CONF-1"),
         ("persistence_hit_threshold", 0, "BEN-CONF-2"),
+        ("persistence_hit_threshold", 2**32, "BEN-CONF-2"),  # findings F-18: a 32-bit count
         ("min_reuse_probability", 1.5, "BEN-CONF-3"),
         ("min_reuse_probability", float("nan"), "BEN-CONF-3"),
         ("min_reuse_probability", 0, "BEN-CONF-3"),
@@ -53,6 +57,12 @@ def admit(p: BenefitPolicy, key: int, exclusive: int = 10, shared: list[tuple[in
 def test_BEN_CONF_8_an_invalid_configuration_is_refused_naming_its_clause(field: str, value: object, clause: str) -> None:
     with pytest.raises(ConfigError, match=clause):
         policy(**{field: value})
+
+
+def test_BEN_CONF_2_the_threshold_reaches_the_largest_32_bit_count() -> None:
+    p = policy(persistence_hit_threshold=2**32 - 1)
+    admit(p, 1)
+    assert p.record_hit(1, COST) is None and p.entries[1].state == "probation"
 
 
 def test_BEN_CONF_1_to_7_defaults() -> None:
@@ -96,9 +106,30 @@ def test_BEN_COST_1_an_invalid_sample_is_rejected(cost: CostSample) -> None:
     assert p.consider_admission(1, 10, [], cost) == ("reject", "invalid-cost-sample", None)
 
 
-def test_BEN_COST_2_net_benefit_is_never_negative() -> None:
+def test_BEN_COST_2_net_benefit_is_never_negative_nor_a_negative_zero() -> None:
     assert net_benefit(CostSample(10.0, 4.0)) == 6.0
     assert net_benefit(CostSample(4.0, 10.0)) == 0.0
+    for cost in (CostSample(-0.0, 0.0), CostSample(0.0, 0.0), CostSample(4.0, 10.0)):  # findings F-19
+        assert math.copysign(1.0, net_benefit(cost)) == 1.0, cost
+
+
+def test_BEN_KEY_2_the_bytes_held_reach_2_53_and_no_further() -> None:
+    """Findings F-17: exclusive bytes and new segments count, a segment the ledger holds does not."""
+    p = policy(grace_observations=0)
+    admit(p, 1, exclusive=2**52)
+    admit(p, 2, exclusive=2**52 - 8, shared=[(7, 4), (7, 4), (8, 4)])  # rejected (a duplicate), and counted by id once
+    admit(p, 3, exclusive=2**52 - 8, shared=[(7, 4), (8, 4)])
+    admit(p, 4, exclusive=0, shared=[(7, 4)])  # the ledger holds 7: nothing added, at 2**53 exactly
+    before = fingerprint(p)
+    for call in (lambda: p.consider_admission(5, 1, [], COST), lambda: p.consider_admission(5, 0, [(9, 1)], COST),
+                 lambda: p.consider_admission(1, 1, [], CostSample(NAN, 0.0))):  # a caller error before BEN-ADMIT-1's checks
+        with pytest.raises(KvspecError, match="BEN-KEY-2: exclusive_bytes and shared would take the bytes held from 9007199254740992"):
+            call()
+    assert fingerprint(p) == before
+    victims = p.choose_victims(2**63 - 1)
+    assert victims.freed == 2**53 and p.select_probation_cap_victims(frozenset({1, 3, 4})) == ("deferred", (), 2**53 - 2**28)
+    p.remove(3)  # its exclusive bytes and segment 8, its alone, leave; segment 7 stays with key 4
+    assert p.held == 2**52 + 4 and p.consider_admission(5, 2**52 - 4, [], COST).kind == "admit-probation"
 
 
 # --- 3, 4. Entries and the score ---------------------------------------------------------------
@@ -143,12 +174,24 @@ def test_BEN_SCORE_4_an_overflowing_score_is_no_score() -> None:
     assert p.choose_victims(1).keys == (2,)  # 1 has a hit and no score: never a candidate
 
 
-def test_BEN_SCORE_1_an_entry_whose_last_sample_is_invalid_has_no_score_and_is_never_a_victim() -> None:
-    p = policy(grace_observations=0)
+@pytest.mark.parametrize("invalid", [CostSample(NAN, 0.0), CostSample(1.0, INF), CostSample(-1.0, 0.0)])
+def test_BEN_SCORE_1_an_entry_whose_last_sample_is_invalid_has_no_score(invalid: CostSample) -> None:
+    """No operation stores an invalid sample (BEN-ADMIT-1, BEN-HIT-3): the score's definition alone."""
+    p = policy()
     admit(p, 1)
-    p.record_hit(1, CostSample(float("nan"), 0.0))  # findings F-16: the hit counts, the sample is kept
-    assert p.entries[1].hits == 1 and score(p.ledger, 1, p.entries[1], 0.01) is None
-    assert p.choose_victims(10).keys == ()
+    assert score(p.ledger, 1, replace(p.entries[1], last_cost=invalid), 0.01) is None
+
+
+@pytest.mark.parametrize("invalid", [CostSample(NAN, 0.0), CostSample(1.0, INF), CostSample(-1.0, 0.0), CostSample(0.0, -INF)])
+def test_BEN_HIT_3_a_hit_with_an_invalid_sample_changes_nothing(invalid: CostSample) -> None:
+    """Findings F-16, the issue's smallest case: threshold 1, an entry of 0 bytes, a hit with
+    (NaN, 1): no promotion, and the state (clock included) exactly as before."""
+    p = policy(persistence_hit_threshold=1, grace_observations=0)
+    p.consider_admission(1, 0, [], COST)
+    before = fingerprint(p)
+    assert p.record_hit(1, invalid) is None and p.record_hit(2, invalid) is None  # resident or not
+    assert fingerprint(p) == before and p.entries[1].state == "probation" and p.clock == 1
+    assert p.choose_victims(10**6).keys == (1,)  # still a no-hit probationer, the first victim
 
 
 def test_BEN_SCORE_5_the_latest_sample_counts_not_an_average() -> None:
@@ -217,11 +260,11 @@ def test_BEN_LEDGER_5_BEN_ARITH_3_one_ceiling_after_the_sum() -> None:
 
 def test_BEN_ENTRY_3_BEN_ARITH_2_the_charge_sums_in_ascending_key_order() -> None:
     p = policy(probation_byte_budget=2**62)
-    # inserted in descending key order; in key order 2**53 + 0.5 rounds to 2**53, twice
+    # inserted in descending key order; in key order 2**52 + 0.5 rounds to 2**52 (ties to even), twice
     admit(p, 3, exclusive=0, shared=[(7, 1)])
     admit(p, 2, exclusive=0, shared=[(7, 1)])
-    admit(p, 1, exclusive=2**53)
-    assert probation_charge(p.entries, p.ledger) == 2**53  # in insertion order it would be 2**53 + 1
+    admit(p, 1, exclusive=2**52)
+    assert probation_charge(p.entries, p.ledger) == 2**52  # in insertion order, 0.5 + 0.5 + 2**52 = 2**52 + 1
 
 
 def test_BEN_ARITH_1_scores_are_doubles_in_the_order_written_not_exact_values() -> None:
@@ -556,6 +599,19 @@ def test_BEN_VICTIM_1_nothing_to_free_means_no_victims() -> None:
     p = policy(grace_observations=0)
     admit(p, 1)
     assert p.choose_victims(0) == ((), 0)
+
+
+def test_BEN_VICTIM_2_zero_scores_tie_whatever_the_sign_of_the_sample_and_keys_decide() -> None:
+    """Findings F-19: a sample (-0.0, 0.0) is valid and gives +0.0, not a -0.0 that IEEE-754
+    totalOrder would rank first."""
+    p = policy(grace_observations=0, persistence_hit_threshold=1)
+    admit(p, 2)
+    admit(p, 1)
+    p.record_hit(2, CostSample(-0.0, 0.0))
+    p.record_hit(1, CostSample(0.0, 0.0))
+    scores = [score(p.ledger, key, p.entries[key], 0.01) for key in (1, 2)]
+    assert scores == [0.0, 0.0] and all(math.copysign(1.0, s) == 1.0 for s in scores)  # type: ignore[arg-type]
+    assert p.choose_victims(10**6).keys == (1, 2)
 
 
 def test_BEN_VICTIM_2_no_hit_probationers_first_then_by_score_then_key() -> None:

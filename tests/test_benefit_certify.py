@@ -188,3 +188,13 @@ def test_the_probes_set_one_knob_at_a_time_to_each_whole_domain_value() -> None:
     changed = [[(k, repr(v)) for k, v in vars(config).items() if repr(v) != repr(default[k])] for config in WIDE_ALONE]
     assert all(len(knobs) == 1 for knobs in changed)
     assert sorted(knobs[0] for knobs in changed) == sorted((k, repr(v)) for k, values in WIDE.items() for v in values if repr(v) != repr(default[k]))
+
+
+@pytest.mark.parametrize("name", ["reject-advances-clock", "invalid-hit-counted"])
+def test_the_mutants_of_findings_F15_and_F16_are_caught_at_the_results_level(name: str) -> None:
+    """A rejection that moves the clock (F-15) and a hit with an invalid sample that counts (F-16,
+    BEN-HIT-3) show in decisions and victims, without the state: the verdict leads with the clause."""
+    mutant = MUTANTS[name]()
+    mutant.level = "results"
+    (finding, *_) = certify_policy(mutant, "benefit").findings
+    assert finding.divergence is not None and finding.divergence.clauses[0] == MUTANTS[name].breaks, finding.message

@@ -8,6 +8,8 @@ from ..errors import ConfigError, KvspecError
 from ..validation import INT64_MAX, check_count
 
 UINT64_MAX = 2**64 - 1
+UINT32_MAX = 2**32 - 1  # BEN-CONF-2: the threshold is a 32-bit count (findings F-18)
+HELD_BYTES_MAX = 2**53  # BEN-KEY-2: every byte count up to it is exact as a double (findings F-17)
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class BenefitConfig:
 def check_config(config: BenefitConfig) -> BenefitConfig:
     """BEN-CONF-8: the configuration, or a ConfigError naming the clause it breaks."""
     check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
-    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
     if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
         raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
     if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
@@ -54,8 +56,9 @@ def is_valid(cost: CostSample) -> bool:
 
 
 def net_benefit(cost: CostSample) -> float:
-    """BEN-COST-2: max(cold - restore, 0)."""
-    return max(cost.cold_prefill_cost - cost.restore_cost, 0.0)
+    """BEN-COST-2: cold - restore when positive, else +0.0 (never -0.0, findings F-19)."""
+    net = cost.cold_prefill_cost - cost.restore_cost
+    return net if net > 0.0 else 0.0
 
 
 def check_id(value: object, what: str) -> int:

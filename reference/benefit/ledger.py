@@ -23,15 +23,27 @@ def register(ledger: Ledger, key: int, shared: list[tuple[int, int]]) -> None:
         ledger.setdefault(segment_id, Segment(size)).refs[key] = True
 
 
-def release(ledger: Ledger, key: int, segment_ids: list[int]) -> None:
-    """BEN-LEDGER-2: drop ``key``'s references; a segment with none left is dropped."""
+def new_bytes(ledger: Ledger, shared: list[tuple[int, int]]) -> int:
+    """BEN-KEY-2: the sizes of the segments ``shared`` names that the ledger does not hold, each id
+    once, at its first size (as BEN-LEDGER-1 would register it)."""
+    first: dict[int, int] = {}
+    for segment_id, size in shared:
+        first.setdefault(segment_id, size)
+    return sum(size for segment_id, size in first.items() if segment_id not in ledger)
+
+
+def release(ledger: Ledger, key: int, segment_ids: list[int]) -> int:
+    """BEN-LEDGER-2: drop ``key``'s references; a segment with none left is dropped. The bytes of
+    the segments dropped."""
+    dropped = 0
     for segment_id in segment_ids:
         segment = ledger.get(segment_id)
         if segment is None or key not in segment.refs:
             continue
         del segment.refs[key]
         if not segment.refs:
-            del ledger[segment_id]
+            dropped += ledger.pop(segment_id).size
+    return dropped
 
 
 @ensure(lambda result: math.isfinite(result) and result >= 0.0, "BEN-LEDGER-3: a finite, non-negative share")

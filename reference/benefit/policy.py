@@ -7,8 +7,8 @@ from typing import Literal, NamedTuple
 
 from ..contracts import ensure, snapshot
 from ..errors import KvspecError
-from .config import BenefitConfig, CostSample, check_bytes, check_config, check_id, is_valid, net_benefit
-from .ledger import Ledger, register, release, shares_add_up
+from .config import HELD_BYTES_MAX, BenefitConfig, CostSample, check_bytes, check_config, check_id, is_valid, net_benefit
+from .ledger import Ledger, new_bytes, register, release, shares_add_up
 from .score import Entry
 from .selection import CapRepair, Victims, choose_victims, select_probation_cap_victims
 
@@ -46,9 +46,15 @@ def weights_are_finite(policy: "BenefitPolicy") -> bool:
     return all(math.isfinite(w) for w in weights)
 
 
+def bytes_held(policy: "BenefitPolicy") -> int:
+    """BEN-KEY-2: every entry's exclusive bytes and every segment in the ledger, once."""
+    return sum(entry.exclusive_bytes for entry in policy.entries.values()) + sum(segment.size for segment in policy.ledger.values())
+
+
 def state_holds(policy: "BenefitPolicy") -> bool:
-    """BEN-LEDGER-4, BEN-GHOST-3 and finite weights, over the whole state."""
-    return shares_add_up(policy.ledger) and len(policy.ghosts) <= policy.config.ghost_capacity and weights_are_finite(policy)
+    """BEN-LEDGER-4, BEN-GHOST-3, BEN-KEY-2 and finite weights, over the whole state."""
+    return (shares_add_up(policy.ledger) and len(policy.ghosts) <= policy.config.ghost_capacity and weights_are_finite(policy)
+            and policy.held == bytes_held(policy) <= HELD_BYTES_MAX)
 
 
 @dataclass(slots=True, eq=False)
@@ -60,6 +66,7 @@ class BenefitPolicy:
     entries: dict[int, Entry] = field(default_factory=dict)
     ghosts: dict[int, Ghost] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=dict)
+    held: int = 0  # BEN-KEY-2: bytes_held, kept as offers and removals change it
 
     def __post_init__(self) -> None:
         check_config(self.config)  # BEN-CONF-8
@@ -76,6 +83,10 @@ class BenefitPolicy:
         for segment_id, size in shared:
             check_id(segment_id, "segment id")
             check_bytes(size, "segment size")
+        added = exclusive_bytes + new_bytes(self.ledger, shared)  # BEN-KEY-2
+        if self.held + added > HELD_BYTES_MAX:
+            raise KvspecError(f"BEN-KEY-2: exclusive_bytes and shared would take the bytes held from {self.held} to {self.held + added}, "
+                              f"above 2**53")
         rejected = self.structural_reject(key, shared, cost)
         if rejected is not None:
             return Decision("reject", rejected)  # BEN-ADMIT-1
@@ -91,6 +102,7 @@ class BenefitPolicy:
             hits, rw, ow = ghost.hits + 1, ghost.rw * f + 1.0, ghost.ow * f + 1.0
         persist = hits >= self.config.persistence_hit_threshold  # BEN-ADMIT-6
         register(self.ledger, key, shared)  # BEN-ADMIT-7
+        self.held += added
         self.entries[key] = Entry("admitted" if persist else "probation", hits, 0, rw, ow, cost, exclusive_bytes,
                                   [segment_id for segment_id, _ in shared], self.clock)
         return Decision("admit-persist" if persist else "admit-probation", reason, self.select_probation_cap_victims(pinned))
@@ -108,19 +120,23 @@ class BenefitPolicy:
             return "segment-size-conflict"
         return None
 
+    @snapshot(lambda self: fingerprint(self), "state", per_access_state=True)
+    @ensure(lambda self, cost, OLD, result: is_valid(cost) or (result is None and fingerprint(self) == OLD.state),
+            "BEN-HIT-3: a hit with an invalid sample changes nothing", per_access_state=True)
     @ensure(lambda self, result: weights_are_finite(self), "BEN-HIT-1: weights stay finite", per_access_state=True)
     def record_hit(self, key: int, cost: CostSample) -> Decision | None:
         """BEN-HIT-1, BEN-HIT-2, BEN-CLOCK-3."""
         check_id(key, "key")
-        if is_valid(cost):
-            self.clock += 1  # BEN-CLOCK-3: resident or not
+        if not is_valid(cost):
+            return None  # BEN-HIT-3: before the clock, the hits and the weights (findings F-16)
+        self.clock += 1  # BEN-CLOCK-3: resident or not
         entry = self.entries.get(key)
         if entry is None:
             return None
         f = self.config.decay_factor
         entry.hits += 1
         entry.last_observation = self.clock
-        entry.last_cost = cost  # BEN-SCORE-5; an invalid sample leaves no score (BEN-SCORE-1, findings F-16)
+        entry.last_cost = cost  # BEN-SCORE-5
         entry.rw = entry.rw * f + 1.0
         entry.ow = entry.ow * f + 1.0
         if entry.state == "probation" and entry.hits >= self.config.persistence_hit_threshold:
@@ -190,7 +206,7 @@ class BenefitPolicy:
         if entry is None:
             return None
         self.record_ghost(key, entry)
-        release(self.ledger, key, entry.segments)
+        self.held -= entry.exclusive_bytes + release(self.ledger, key, entry.segments)
         return entry, self.select_probation_cap_victims(pinned)
 
     def used_bytes(self) -> int:

@@ -38,12 +38,12 @@ def charged_bytes(ledger: Ledger, key: int, entry: Entry) -> float:
     return float(entry.exclusive_bytes) + fractional_bytes(ledger, key, entry.segments)
 
 
-@ensure(lambda result: result is None or (math.isfinite(result) and result >= 0.0), "BEN-SCORE-4: no NaN or infinity is a score")
+@ensure(lambda result: result is None or (math.isfinite(result) and math.copysign(1.0, result) == 1.0), "BEN-SCORE-4: no NaN, infinity or -0.0 is a score")
 def score(ledger: Ledger, key: int, entry: Entry, min_reuse_probability: float) -> float | None:
     """BEN-SCORE-1 to BEN-SCORE-5: reuse x net benefit / bytes, or None when there is no score."""
     if not is_valid(entry.last_cost):
         return None  # BEN-SCORE-1
-    reuse = max(reuse_probability(entry), min_reuse_probability)  # BEN-SCORE-2
+    reuse = max(reuse_probability(entry), min_reuse_probability)  # BEN-SCORE-2: the first unless the floor is greater
     size = charged_bytes(ledger, key, entry)
     if size <= 0.0:
         return None  # BEN-SCORE-3
