@@ -335,6 +335,25 @@ class BenefitMachine(RuleBasedStateMachine):
         self.offer(self.numbering(1), 1, shared, FIXED_COSTS[0], frozenset())
         self.remove(self.numbering(1), frozenset())
 
+    def zero_scores(self) -> None:
+        """Two entries hit with samples of no net benefit, (-0.0, 0.0) on the larger key: both score
+        +0.0 and tie, and the key decides (BEN-COST-2, BEN-VICTIM-2, findings F-19)."""
+        self.offer(self.numbering(2), 8, [], FIXED_COSTS[0], frozenset())
+        self.offer(self.numbering(1), 8, [], FIXED_COSTS[0], frozenset())
+        self.hit(self.numbering(2), CostSample(-0.0, 0.0))
+        self.hit(self.numbering(1), CostSample(0.0, 0.0))
+        self.victims(EVERY_BYTE, frozenset())
+
+    def bytes_at_the_bound(self) -> None:
+        """Exclusive bytes and segments held at exactly 2**53 (BEN-KEY-2, findings F-17): the freed
+        bytes, the probation charge and the shortfall reach it."""
+        first, second, third = (self.numbering(slot) for slot in (1, 2, 3))
+        self.offer(first, 2**52, [], FIXED_COSTS[0], frozenset())
+        self.offer(second, 2**52 - 8, [(self.numbering(4), 4), (self.numbering(5), 4)], FIXED_COSTS[0], frozenset())
+        self.offer(third, 0, [(self.numbering(4), 4)], FIXED_COSTS[3], frozenset())
+        self.cap(frozenset({first, second, third}))
+        self.victims(INT64_MAX, frozenset())
+
     @CONFIGURED
     @rule(key=KEYS, cost=COSTS)
     def hit(self, key: int, cost: CostSample) -> None:
@@ -407,7 +426,8 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
     """The probes, in order, on the running implementation (a fresh one after a failure): WIDE_ALONE,
     every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
     ghost table overflowed, a threshold reached and an offer of that many segments; an offer that
-    names one segment twice; ghosts of every age up to well past the limit. The first
+    names one segment twice; ghosts of every age up to well past the limit; scores of zero, one
+    from a sample (-0.0, 0.0); the bytes held at 2**53. The first
     Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
     would go unmet in a quick run, and each would make every example dearer to draw and shrink;
     sent after the machine, they cost nothing to an implementation it has already caught."""
@@ -425,6 +445,10 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
         machine.offer(machine.numbering(1), 1, [(machine.numbering(1), 4)] * 2, FIXED_COSTS[0], frozenset())  # BEN-ADMIT-1
         machine.configure(replace(BenefitConfig(), ghost_max_age_observations=2))
         machine.ghosts_past_their_age()
+        machine.configure(replace(BenefitConfig(), persistence_hit_threshold=1, grace_observations=0))
+        machine.zero_scores()
+        machine.configure(replace(BenefitConfig(), grace_observations=0))
+        machine.bytes_at_the_bound()
     except Unshrinkable as stop:
         return stop.fault
     except Divergence as divergence:

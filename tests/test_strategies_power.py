@@ -320,7 +320,48 @@ class AcceptsInfiniteReuseProbability(CanonicalBenefit):
         super().configure_benefit(replace(config, min_reuse_probability=1.0) if math.isinf(probability) else config)
 
 
-BENEFIT_WRONG = [Uint32Keys, Uint8Keys, DoubleKeys, RefusesLargestBudget, AcceptsNaNDecay, AcceptsInfiniteReuseProbability]
+class ThresholdOf63Bits(CanonicalBenefit):
+    """Accepts persistence_hit_threshold up to 2**63 - 1, as BEN-CONF-2 read before findings F-18."""
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        threshold = config.persistence_hit_threshold
+        super().configure_benefit(replace(config, persistence_hit_threshold=1) if type(threshold) is int and threshold >= 2**32 else config)
+        self.config = config
+
+
+class ThresholdOf31Bits(CanonicalBenefit):
+    """Keeps persistence_hit_threshold in a signed 32-bit integer: refuses 2**31 and above (BEN-CONF-2)."""
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        if type(config.persistence_hit_threshold) is int and config.persistence_hit_threshold >= 2**31:
+            raise ConfigRefused("persistence_hit_threshold too large")
+        super().configure_benefit(config)
+
+
+class NegativeZeroFirst(CanonicalBenefit):
+    """Net benefit max(cold - restore, 0) keeping a -0.0, scores ranked in IEEE-754 totalOrder: a
+    score of -0.0 goes before +0.0 (breaks BEN-COST-2, BEN-VICTIM-2; findings F-19)."""
+
+    def score(self, key: int) -> float | None:
+        item = self.items[key]
+        value = super().score(key)
+        if value == 0.0 and item.cost[0] - item.cost[1] == 0.0 and math.copysign(1.0, item.cost[0] - item.cost[1]) < 0:
+            return -0.0
+        return value
+
+    def rank(self, scored: list[tuple[float, int]]) -> list[tuple[float, int]]:
+        return sorted(scored, key=lambda pair: (pair[0], math.copysign(1.0, pair[0]), pair[1]))
+
+
+class Int32ByteSums(CanonicalBenefit):
+    """Adds freed bytes in a 32-bit integer that wraps (BEN-VICTIM-4; the bytes held reach 2**53, BEN-KEY-2)."""
+
+    def freed(self, chosen: list[int]) -> int:
+        return super().freed(chosen) % 2**32
+
+
+BENEFIT_WRONG = [Uint32Keys, Uint8Keys, DoubleKeys, RefusesLargestBudget, AcceptsNaNDecay, AcceptsInfiniteReuseProbability, ThresholdOf63Bits,
+                 ThresholdOf31Bits, NegativeZeroFirst, Int32ByteSums]
 
 
 # Certify catches every one ---------------------------------------------------------------------
