@@ -69,6 +69,11 @@ def victim_clauses(reference: BenefitPolicy, expected: Victims, actual: Victims,
     return consistent("BEN-VICTIM-2", "BEN-VICTIM-3", "BEN-GRACE-1")
 
 
+def negative_zero_score(state: BenefitState) -> bool:
+    """BEN-SCORE-4: no score is -0.0, which equals +0.0 as a number and so is looked for apart."""
+    return any(type(e.score) is float and e.score == 0.0 and math.copysign(1.0, e.score) < 0.0 for e in state.entries)
+
+
 def invariant_clauses(config: BenefitConfig, clock_before: int, state: BenefitState) -> Diagnosis | None:
     """The invariants of the benefit state, on the implementation's own; None when all hold."""
     broken = []
@@ -76,8 +81,8 @@ def invariant_clauses(config: BenefitConfig, clock_before: int, state: BenefitSt
         broken.append(("BEN-CLOCK-1", f"the clock went from {clock_before} to {state.clock!r}"))
     if len(state.ghosts) > config.ghost_capacity:
         broken.append(("BEN-GHOST-3", f"{len(state.ghosts)} ghosts, above ghost_capacity {config.ghost_capacity}"))
-    if any(e.score is not None and not (type(e.score) is float and math.isfinite(e.score)) for e in state.entries):
-        broken.append(("BEN-SCORE-4", "a score that is not a finite double"))
+    if any(e.score is not None and not (type(e.score) is float and math.isfinite(e.score)) for e in state.entries) or negative_zero_score(state):
+        broken.append(("BEN-SCORE-4", "a score that is not a finite double other than -0.0"))
     if any(e.state not in ("probation", "admitted") for e in state.entries):
         broken.append(("BEN-ENTRY-1", "an entry neither probation nor admitted"))
     if not broken:

@@ -34,7 +34,7 @@ from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 from kvspec.reference.validation import INT64_MAX
 
-from .benefit_diagnosis import by_variants, cap_clauses, hit_clauses, offer_clauses, state_clauses, victim_clauses
+from .benefit_diagnosis import by_variants, cap_clauses, hit_clauses, negative_zero_score, offer_clauses, state_clauses, victim_clauses
 from .diagnosis import Diagnosis, consistent
 from .faults import Located, Location, Unshrinkable
 from .fixture_cases import hit, offer, victims
@@ -146,6 +146,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
         self.step = 0  # operations are numbered from the configuration they follow
+        self.agreed_clock = 0  # and the clock starts again (BEN-CLOCK-1)
         try:
             self.reference = BenefitPolicy(config)
             refused_by = None
@@ -206,7 +207,7 @@ class BenefitMachine(RuleBasedStateMachine):
     def agree_on_state(self, operation: str, actual: object) -> None:
         assert self.reference is not None
         want, got = state_of(self.reference), self.adapter.benefit_state()
-        if want != got:
+        if want != got or negative_zero_score(got):
             diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
             diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, True, of_state=True)
             raise self.diverge(diagnosis.clauses, f"after {operation}: expected {want}, got {got}{diagnosis.evidence}", want, got,
@@ -337,7 +338,9 @@ class BenefitMachine(RuleBasedStateMachine):
 
     def zero_scores(self) -> None:
         """Two entries hit with samples of no net benefit, (-0.0, 0.0) on the larger key: both score
-        +0.0 and tie, and the key decides (BEN-COST-2, BEN-VICTIM-2, findings F-19)."""
+        +0.0 and tie, and the key decides (BEN-COST-2, BEN-VICTIM-2, findings F-19). Under a floor
+        of -0.0, an entry never observed (reuse probability 0) scores +0.0 too (BEN-SCORE-2)."""
+        self.offer(self.numbering(3), 8, [], FIXED_COSTS[0], frozenset())
         self.offer(self.numbering(2), 8, [], FIXED_COSTS[0], frozenset())
         self.offer(self.numbering(1), 8, [], FIXED_COSTS[0], frozenset())
         self.hit(self.numbering(2), CostSample(-0.0, 0.0))
@@ -445,7 +448,7 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
         machine.offer(machine.numbering(1), 1, [(machine.numbering(1), 4)] * 2, FIXED_COSTS[0], frozenset())  # BEN-ADMIT-1
         machine.configure(replace(BenefitConfig(), ghost_max_age_observations=2))
         machine.ghosts_past_their_age()
-        machine.configure(replace(BenefitConfig(), persistence_hit_threshold=1, grace_observations=0))
+        machine.configure(replace(BenefitConfig(), persistence_hit_threshold=1, grace_observations=0, min_reuse_probability=-0.0))
         machine.zero_scores()
         machine.configure(replace(BenefitConfig(), grace_observations=0))
         machine.bytes_at_the_bound()

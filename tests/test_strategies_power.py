@@ -529,3 +529,17 @@ def test_FIX_7_the_benefit_cases_hold_keys_across_the_whole_domain() -> None:
     keys = {step["request"]["key"] for case in corpus_cases("benefit") for step in case["operations"] if "key" in step["request"]}
     assert {0, 2**64 - 1} <= keys and any(2**32 <= key < 2**53 for key in keys) and any(2**63 <= key for key in keys)
     assert len({float(key) for key in keys}) < len(keys)
+
+
+def test_BEN_SCORE_4_a_score_of_negative_zero_is_found_in_the_state() -> None:
+    """-0.0 == +0.0 as numbers: the state's scores are checked for the sign apart (findings F-19).
+    An entry never observed, under a floor of -0.0, scores -0.0 here where the spec's is +0.0."""
+
+    class SignedZeroFloor(CanonicalBenefit):
+        def score(self, key: int) -> float | None:
+            value = super().score(key)
+            item = self.items[key]
+            return -0.0 if value == 0.0 and item.ow == 0.0 and math.copysign(1.0, self.config.min_reuse_probability) < 0 else value
+
+    (finding,) = certify_policy(SignedZeroFloor(), "benefit", "quick", 0).findings
+    assert finding.divergence is not None and finding.divergence.clauses[0] == "BEN-SCORE-4", finding.message
