@@ -3,9 +3,11 @@ no Hypothesis: every case through an adapter, with known failures."""
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -115,14 +117,27 @@ def check_benefit(adapter: BenefitAdapter, case: Json) -> None:
     expect_equal("the configuration", "refused" if case["refused"] else "accepted", "refused" if "refused" in reply else "accepted")
     for number, step in enumerate(case["operations"], start=1):
         where = f"operation {number} ({step['request']['cmd']})"
-        expect_equal(where, step["expect"], same_doubles(answer_benefit(adapter, wire(step["request"]))))
+        expect_equal(where, signed_zeros(step["expect"]), same_doubles(answer_benefit(adapter, wire(step["request"]))))
         if "state" in step and adapter.level == "state":
-            expect_equal(f"{where}: the state after it", step["state"], same_doubles(answer_benefit(adapter, wire({"cmd": "benefit_state"}))))
+            expect_equal(f"{where}: the state after it", signed_zeros(step["state"]),
+                         same_doubles(answer_benefit(adapter, wire({"cmd": "benefit_state"}))))
 
 
 def same_doubles(reply: Json) -> Json:
-    """The reply as its JSON reads back, so that 1.0 and 1 compare as the doubles they are."""
-    return json.loads(json.dumps(reply, allow_nan=False))
+    """The reply as its JSON reads back, so that 1.0 and 1 compare as the doubles they are, and
+    -0.0 apart from 0.0."""
+    return signed_zeros(json.loads(json.dumps(reply, allow_nan=False)))
+
+
+def signed_zeros(value: Any) -> Any:
+    """``value`` with each -0.0 written "-0.0": doubles compare exactly, the sign of a zero included (FIX-7)."""
+    if isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0.0:
+        return "-0.0"
+    if isinstance(value, dict):
+        return {key: signed_zeros(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [signed_zeros(item) for item in value]
+    return value
 
 
 def verify(directory: Path, implementation: "Implementation | Callable[[], Adapter | BenefitAdapter]", known: dict[str, str],

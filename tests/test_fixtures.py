@@ -242,3 +242,23 @@ def test_FIX_4_every_collected_counterexample_is_a_fixture_its_implementation_fa
                 (check_replay if case["kind"] == "replay" else check_benefit)(adapter, case)  # type: ignore[operator]
         finally:
             adapter.close()
+
+
+def test_FIX_7_a_score_of_negative_zero_fails_the_state_it_is_compared_with() -> None:
+    """-0.0 == 0.0 in Python: the runner compares the sign of a zero as well (findings F-19)."""
+    import math
+
+    from kvspec.conformance.benefit_mutants import CanonicalBenefit
+    from kvspec.conformance.fixture_runner import Mismatch, check_benefit
+
+    class NegativeZeroKept(CanonicalBenefit):
+        def score(self, key: int) -> float | None:
+            cold, restore = self.items[key].cost
+            value = super().score(key)
+            return -0.0 if value == 0.0 and math.copysign(1.0, cold - restore) < 0.0 else value
+
+    entry = next(e for e in read_manifest(CORPUS) if e["title"] == "negative zero: a score of zero ties and keys decide")
+    case = json.loads((CORPUS / entry["path"]).read_text())
+    check_benefit(CanonicalBenefit(), case)
+    with pytest.raises(Mismatch, match="-0.0"):
+        check_benefit(NegativeZeroKept(), case)
