@@ -33,10 +33,25 @@ Json = dict[str, Any]
 COST_SIDES = ("cold_prefill_cost", "restore_cost")
 
 
+REJECTED_BY = {"invalid-cost-sample": "BEN-ADMIT-1", "already-resident-key": "BEN-ADMIT-1", "duplicate-segment-reference": "BEN-ADMIT-1",
+               "segment-size-conflict": "BEN-ADMIT-1", "no-net-benefit": "BEN-ADMIT-2"}
+
+
 def offer_clauses(expected: Decision, actual: Decision) -> Diagnosis:
-    """The same decision and reason with another cap repair points at the cap; otherwise at admission."""
+    """The same decision and reason with another cap repair points at the cap; a rejection where
+    the spec admits, or the reverse, at the check that rejects; an admission of the right kind
+    with another reason at BEN-ADMIT-4, of another kind with the right reason at BEN-ADMIT-6."""
     if expected[:2] == actual[:2]:
         return consistent("BEN-CAP-1", "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-LEDGER-5")
+    rejected = [decision.reason for decision in (expected, actual) if decision.kind == "reject" and decision.reason in REJECTED_BY]
+    if rejected and (expected.kind == "reject") != (actual.kind == "reject"):
+        side = "the spec rejects it" if expected.kind == "reject" else "it was rejected"
+        return named(REJECTED_BY[rejected[0]], evidence=f"; {side} as {rejected[0]}")
+    if len(rejected) == 2:
+        return consistent(*dict.fromkeys(REJECTED_BY[reason] for reason in rejected), evidence=f"; rejected as {actual.reason}, "
+                          f"where the spec's checks give {expected.reason}")
+    if expected.kind == actual.kind != "reject":
+        return named("BEN-ADMIT-4", evidence=f"; admitted as {actual.reason}, where the offer gives {expected.reason}")
     if expected.kind != "reject" and actual.kind != "reject" and expected.reason == actual.reason:
         return named("BEN-ADMIT-6", evidence=f"; admitted with {actual.kind}, where the hits give {expected.kind}")
     return consistent("BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6")

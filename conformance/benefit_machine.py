@@ -265,11 +265,14 @@ class BenefitMachine(RuleBasedStateMachine):
         self.offer(second, exclusive, [], FIXED_COSTS[3], frozenset())
         self.reject(refused, exclusive, rejected, self.reference.config.grace_observations - 1)
         self.victims(2 * exclusive, frozenset())
+        age = self.reference.config.ghost_max_age_observations
+        if not 0 < age <= 64:
+            return  # a ghost that expires at once, or that 64 rejections would not age out, shows nothing
         self.hit(first, FIXED_COSTS[0])
         self.remove(first, frozenset())
         self.offer(first, exclusive, [], FIXED_COSTS[0], frozenset())
         self.remove(first, frozenset())
-        self.reject(refused, exclusive, rejected, self.reference.config.ghost_max_age_observations)
+        self.reject(refused, exclusive, rejected, age)
         self.offer(first, exclusive, [], FIXED_COSTS[0], frozenset())
         self.hit(first, FIXED_COSTS[0])
 
@@ -346,6 +349,18 @@ class BenefitMachine(RuleBasedStateMachine):
         self.hit(self.numbering(2), CostSample(-0.0, 0.0))
         self.hit(self.numbering(1), CostSample(0.0, 0.0))
         self.victims(EVERY_BYTE, frozenset())
+
+    def nothing_offered_and_ghosts_decayed(self) -> None:
+        """An offer of no bytes and no segment (BEN-ADMIT-4's zero-exclusive-bytes), then a ghost
+        that pressure decays (BEN-DECAY-2 runs over the ghosts too) before its key is offered
+        again and takes it over (BEN-ADMIT-5): its weights carry the decay."""
+        nothing, returning = self.numbering(1), self.numbering(2)
+        self.offer(nothing, 0, [], FIXED_COSTS[0], frozenset())
+        self.offer(returning, 8, [], FIXED_COSTS[0], frozenset())
+        self.hit(returning, FIXED_COSTS[0])
+        self.remove(returning, frozenset())
+        self.pressure(0.5)
+        self.offer(returning, 8, [], FIXED_COSTS[0], frozenset())
 
     def bytes_at_the_bound(self) -> None:
         """Exclusive bytes and segments held at exactly 2**53 (BEN-KEY-2, findings F-17): the freed
@@ -430,7 +445,8 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
     every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
     ghost table overflowed, a threshold reached and an offer of that many segments; an offer that
     names one segment twice; ghosts of every age up to well past the limit; scores of zero, one
-    from a sample (-0.0, 0.0); the bytes held at 2**53. The first
+    from a sample (-0.0, 0.0); the bytes held at 2**53; an offer of nothing, and a ghost decayed
+    before its take-over. The first
     Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
     would go unmet in a quick run, and each would make every example dearer to draw and shrink;
     sent after the machine, they cost nothing to an implementation it has already caught."""
@@ -452,6 +468,8 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
         machine.zero_scores()
         machine.configure(replace(BenefitConfig(), grace_observations=0))
         machine.bytes_at_the_bound()
+        machine.configure(BenefitConfig())
+        machine.nothing_offered_and_ghosts_decayed()
     except Unshrinkable as stop:
         return stop.fault
     except Divergence as divergence:

@@ -18,6 +18,7 @@ from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.lockstep import Divergence, Lockstep
 from kvspec.conformance.mutants import CanonicalS3FIFO
 from kvspec.conformance.benefit_machine import benefit_machine_for
+from kvspec.conformance.benefit_mutants import MUTANTS
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
 from support import certify_report
@@ -279,6 +280,23 @@ def test_more_ghosts_than_ghost_capacity_leads_with_ben_ghost_3() -> None:
 def test_a_clock_that_jumps_leads_with_ben_clock_1() -> None:
     found = benefit_divergence(benefit_mistakes.MissCountsTwice(), BenefitConfig(), ("miss", (1,)))
     assert found.clauses[0] == "BEN-CLOCK-1" and found.consistent_with == () and "the clock went from 0 to 2" in str(found)
+
+
+def test_an_offer_admitted_where_a_check_rejects_it_leads_with_that_check() -> None:
+    found = benefit_divergence(benefit_mistakes.DuplicateSegmentsAdmitted(), BenefitConfig(), ("offer", (1, 1, [(7, 4), (7, 4)], COST, frozenset())))
+    assert found.clauses == ("BEN-ADMIT-1",) and found.consistent_with == () and "the spec rejects it as duplicate-segment-reference" in str(found)
+
+
+def test_an_admission_with_another_reason_leads_with_ben_admit_4() -> None:
+    found = benefit_divergence(benefit_mistakes.NoZeroByteReason(), BenefitConfig(), ("offer", (1, 0, [], COST, frozenset())))
+    assert found.clauses == ("BEN-ADMIT-4",) and "admitted as probation-new-entry, where the offer gives zero-exclusive-bytes" in str(found)
+
+
+def test_a_hit_with_an_invalid_sample_that_counts_leads_with_ben_hit_3() -> None:
+    """Findings F-16: at the state level the hit's own state shows it, whatever the decision."""
+    found = benefit_divergence(MUTANTS["invalid-hit-counted"](), BenefitConfig(), ("offer", (1, 8, [], COST, frozenset())),
+                               ("hit", (1, CostSample(float("nan"), 1.0))))
+    assert found.clauses == ("BEN-HIT-3",) and "a hit with an invalid cost sample changed the state" in str(found)
 
 
 # -- end to end ----------------------------------------------------------------------------------

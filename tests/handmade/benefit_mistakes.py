@@ -53,3 +53,26 @@ class MissCountsTwice(CanonicalBenefit):
     def record_miss(self, key: int) -> None:
         self.clock += 1
         super().record_miss(key)
+
+
+@dataclass
+class DuplicateSegmentsAdmitted(CanonicalBenefit):
+    """Never checks for a segment named twice in one offer: admits it (breaks BEN-ADMIT-1)."""
+
+    name = "duplicate-segments-admitted"
+
+    def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
+                           pinned: frozenset[int]) -> Decision:
+        return super().consider_admission(key, exclusive_bytes, list(dict(shared).items()), cost, pinned)
+
+
+@dataclass
+class NoZeroByteReason(CanonicalBenefit):
+    """Gives every admission the reason probation-new-entry, an offer of no bytes included (breaks BEN-ADMIT-4)."""
+
+    name = "no-zero-byte-reason"
+
+    def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
+                           pinned: frozenset[int]) -> Decision:
+        decision = super().consider_admission(key, exclusive_bytes, shared, cost, pinned)
+        return decision._replace(reason="probation-new-entry") if decision.reason == "zero-exclusive-bytes" else decision
