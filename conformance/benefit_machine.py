@@ -50,9 +50,11 @@ FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.
                CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0), CostSample(1.5, 1.0)]  # net 0.5: in (0, 1]
 WITHOUT_NET_BENEFIT = [CostSample(20.0, 20.0), CostSample(10.0, 30.0)]  # rejected (BEN-ADMIT-2)
 # Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
-COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(
-    lambda i: st.just(FIXED_COSTS[i]) if i < len(FIXED_COSTS) else st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
-)
+# Every strategy is built once: Hypothesis validates each new strategy it draws from, and the
+# shrinker replays each example hundreds of times.
+EACH_FIXED_COST = [st.just(cost) for cost in FIXED_COSTS]
+ANY_COST = st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
+COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(lambda i: EACH_FIXED_COST[i] if i < len(FIXED_COSTS) else ANY_COST)
 ABOVE_SMALL_INTS = 257  # CPython keeps one object for each int up to 256: above, `is` no longer means ==
 # By slot (segment ids are numbered as keys are): shares that are not whole, a size above the
 # small ints, and a segment of 0 bytes, which releases nothing.
@@ -69,13 +71,17 @@ SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), wire_int(SE
                      st.sampled_from(sorted(SEGMENT_SIZES)))
 
 
+DISTINCT_SEGMENTS = st.lists(SEGMENTS, unique=True, max_size=3)
+FLAWS = st.integers(0, 15)
+
+
 @no_type_check  # typeguard cannot check Hypothesis's DrawFn
 @st.composite
 def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
     """Distinct segments of consistent sizes, mostly; now and then a conflicting size, larger or
     smaller, or a repeated id (BEN-ADMIT-1)."""
-    shared = draw(st.lists(SEGMENTS, unique=True, max_size=3))
-    flaw = draw(st.integers(0, 15))
+    shared = draw(DISTINCT_SEGMENTS)
+    flaw = draw(FLAWS)
     if shared and flaw == 0:
         shared[-1] = (shared[-1][0], shared[-1][1] + 1)
     if shared and flaw == 1:
