@@ -18,7 +18,7 @@ from .certify import PROFILES, Finding, Outcome, certify_policy
 from .faults import Fault, Location
 from .lockstep import Divergence, Lockstep
 from .machine import Pins
-from .output import written_whole
+from .output import check_output, written_whole
 from .progress import Progress
 from .report import build_report, write_report
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
@@ -229,7 +229,7 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.report is not None:
-        with written_whole(args.report) as temporary:
+        with written_whole(args.report, "--report") as temporary:
             temporary.write_text(json.dumps([vars(r) for r in results], indent=1) + "\n", encoding="utf-8")
     cases = [result for result in results if result.id != "implementation"]
     counts = {verdict: sum(r.verdict == verdict for r in cases) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}
@@ -260,7 +260,7 @@ def write_json(model: ReplayResult | Sweep, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    with written_whole(output) as temporary:
+    with written_whole(output, "--output") as temporary:
         temporary.write_text(text, encoding="utf-8")
 
 
@@ -383,7 +383,7 @@ def run_compare(args: argparse.Namespace) -> None:
         result = comparison.run(capacities[0] if capacities else None)
         print(comparison.table(result))
     if args.output is not None:
-        with written_whole(args.output) as temporary:
+        with written_whole(args.output, "--output") as temporary:
             temporary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if plotting:
         try:
@@ -468,11 +468,22 @@ class Interrupted(BaseException):
         self.status = status
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file the command will write, checked before any work: a run writes all its outputs or none."""
+    plot = None if getattr(args, "no_plot", False) else getattr(args, "plot", None)
+    for option, path in (("--output", getattr(args, "output", None)), ("--plot", plot)):
+        if path is not None:
+            check_output(path, option)
+    if getattr(args, "report", None) is not None and args.handler is run_fixtures_verify:
+        check_output(args.report, "--report")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, interrupted)
     try:
+        check_outputs(args)
         status = args.handler(args)
         if status:
             return status

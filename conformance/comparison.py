@@ -74,7 +74,7 @@ def save(figure: "Figure", path: Path) -> None:
     from matplotlib import pyplot
 
     try:
-        with written_whole(path) as temporary:
+        with written_whole(path, "--plot") as temporary:
             figure.savefig(temporary)
     finally:
         pyplot.close(figure)

@@ -1,21 +1,71 @@
-"""Output files are written whole or not at all (REPLAY-TRACE-7)."""
+"""Output files are written whole or not at all (REPLAY-TRACE-7), where the user asked, as the
+user's other files are: with the umask's mode (or the mode of the file replaced), through a
+symbolic link, and straight into a pipe or a terminal. Every path is checked before the work
+starts, so that a run writes all its outputs or none, and a mistake names the option and the
+path as given."""
 
 import os
+import shlex
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kvspec.reference import KvspecError
+
+
+def refused(option: str, given: Path | str, why: str) -> KvspecError:
+    return KvspecError(f"{option + ' ' if option else ''}{shlex.quote(str(given))}: {why}")
+
+
+def check_output(given: Path, option: str = "") -> None:
+    """Before any work: ``given`` can be written (a file in a folder that exists, or a pipe or
+    device), or a KvspecError names ``option`` and the path."""
+    target = Path(os.path.realpath(given))
+    if target.is_dir() or str(given) == "":
+        raise refused(option, given, "is a folder, not a file")
+    if target.exists() and not target.is_file():
+        if not os.access(target, os.W_OK):
+            raise refused(option, given, "cannot be written")
+        return
+    if not target.parent.is_dir():
+        raise refused(option, given, f"no such folder: {shlex.quote(str(Path(given).parent))}")
+    if not os.access(target.parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise refused(option, given, "permission denied")
+
+
+def umask_mode() -> int:
+    """The mode a new file gets under the process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
 
 @contextmanager
-def written_whole(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` (same suffix), renamed to ``path`` only if the block
-    succeeds: a reader never sees a partial file, and a failure leaves ``path`` as it was."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+def written_whole(given: Path, option: str = "") -> Iterator[Path]:
+    """A temporary path beside the file ``given`` names (same suffix), renamed over it only if the
+    block succeeds: a reader never sees a partial file, and a failure, an interruption included,
+    leaves the file as it was. A symbolic link is written through; a pipe or a device is written
+    directly (it has no partial state to hide)."""
+    check_output(given, option)
+    target = Path(os.path.realpath(given))
+    if target.exists() and not target.is_file():
+        yield target
+        return
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else umask_mode()
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+    except OSError as error:
+        raise refused(option, given, error.strerror or "cannot be written") from None
     os.close(handle)
     try:
         yield Path(temporary)
-        os.replace(temporary, path)
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise refused(option, given, error.strerror or "cannot be written") from None
     except BaseException:
-        os.unlink(temporary)
+        Path(temporary).unlink(missing_ok=True)
         raise

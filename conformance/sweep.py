@@ -89,7 +89,7 @@ def plot(result: Sweep, path: Path) -> None:
     axes.grid(True, which="major", alpha=0.3)
     axes.legend()
     try:
-        with written_whole(path) as temporary:
+        with written_whole(path, "--plot") as temporary:
             figure.savefig(temporary)
     finally:
         pyplot.close(figure)
