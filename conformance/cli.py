@@ -1,8 +1,10 @@
 """The ``kvspec`` command line."""
 
 import argparse
+import importlib.util
 import json
 import math
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -120,8 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     versus.add_argument("--capacity", dest="capacities", action="append", type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="bytes, or with KiB, MiB, GiB or TiB (repeatable with --trace; default: 64 MiB, and 256 MiB for the two "
                         "mixed-size traces; with --trace, 16, 64 and 256 GiB)")
-    versus.add_argument("--plot", type=Path, default=Path("kvspec-compare.png"), help="the plot (.png, .svg or .pdf; default kvspec-compare.png)")
-    versus.add_argument("--no-plot", action="store_true", help="print the table only")
+    versus.add_argument("--plot", type=Path, help="also draw the comparison to this file (.png, .svg or .pdf; needs kvspec[plot])")
     versus.add_argument("--output", type=Path, help="also write the rows as JSON here (written whole or not at all)")
     versus.set_defaults(handler=run_compare)
     check = commands.add_parser(
@@ -339,8 +340,6 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
 
 
 def run_sweep(args: argparse.Namespace) -> None:
-    if args.plot is not None and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise KvspecError(f"--plot {args.plot}: the file name must end in .png, .svg or .pdf")
     trace = open_trace(args)
     result = sweep(
         lambda label: with_progress(trace, trace.records(), label),
@@ -350,10 +349,7 @@ def run_sweep(args: argparse.Namespace) -> None:
         args.capacities,
     )
     if args.plot is not None:
-        try:
-            plot(result, args.plot)
-        except ModuleNotFoundError:
-            raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'") from None
+        plot(result, args.plot)
     write_json(result, args.output)
     if sys.stderr.isatty():
         for point in result.points:
@@ -367,9 +363,6 @@ def run_compare(args: argparse.Namespace) -> None:
     capacities = args.capacities or []
     if any(capacity < 1 for capacity in capacities):
         raise KvspecError(f"BEN-CMP-1: --capacity must be at least 1 byte, not {min(capacities)}")
-    plotting = not args.no_plot
-    if plotting and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise KvspecError(f"--plot {args.plot}: the file name must end in .png, .svg or .pdf")
     if args.trace is not None:
         trace = TraceFile(bundled_trace_path(f"{args.trace}_trace.jsonl.gz") if args.trace in BUNDLED and not Path(args.trace).exists()
                           else args.trace)
@@ -385,14 +378,11 @@ def run_compare(args: argparse.Namespace) -> None:
     if args.output is not None:
         with written_whole(args.output, "--output") as temporary:
             temporary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    if plotting:
-        try:
-            if isinstance(result, comparison.TraceComparison):
-                comparison.plot_trace(result, args.plot)
-            else:
-                comparison.plot(result, args.plot)
-        except ModuleNotFoundError:
-            raise KvspecError("the plot needs matplotlib: pip install 'kvspec[plot]', or pass --no-plot") from None
+    if args.plot is not None:
+        if isinstance(result, comparison.TraceComparison):
+            comparison.plot_trace(result, args.plot)
+        else:
+            comparison.plot(result, args.plot)
         print(f"plot: {args.plot}")
 
 
@@ -470,7 +460,11 @@ class Interrupted(BaseException):
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Every file the command will write, checked before any work: a run writes all its outputs or none."""
-    plot = None if getattr(args, "no_plot", False) else getattr(args, "plot", None)
+    plot = getattr(args, "plot", None)
+    if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise KvspecError(f"--plot {shlex.quote(str(plot))}: the file name must end in .png, .svg or .pdf")
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
     for option, path in (("--output", getattr(args, "output", None)), ("--plot", plot)):
         if path is not None:
             check_output(path, option)

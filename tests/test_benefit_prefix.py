@@ -201,13 +201,13 @@ def test_BEN_PREFIX_7_kvspec_compare_trace_prints_writes_and_plots_every_policy(
     ],
 )
 def test_BEN_PREFIX_6_bad_compare_arguments_are_clear_errors(args: list[str], message: str, tmp_path: Path) -> None:
-    run = kvspec("compare", *args, "--no-plot", "--output", str(tmp_path / "out.json"))
+    run = kvspec("compare", *args, "--output", str(tmp_path / "out.json"))
     assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "out.json").exists()
 
 
 def test_BEN_CMP_1_a_capacity_with_a_unit_and_a_bad_one() -> None:
-    run = kvspec("compare", "--capacity", "12 parsecs", "--no-plot")
+    run = kvspec("compare", "--capacity", "12 parsecs")
     assert run.returncode == 2 and "BEN-CMP-1: capacity must be a number of bytes, not '12 parsecs'" in run.stderr
 
 
@@ -223,7 +223,7 @@ def test_BEN_PREFIX_7_peak_bytes_is_the_most_ever_resident() -> None:
 def test_BEN_PREFIX_7_the_published_figures_are_what_the_reference_computes(tmp_path: Path) -> None:
     """docs/prefix-synthetic.json (docs/prefix-cache.md), recomputed at its smallest capacity."""
     published = json.loads((Path(__file__).resolve().parent.parent / "docs" / "prefix-synthetic.json").read_text())
-    run = kvspec("compare", "--trace", "synthetic", "--capacity", "16GiB", "--no-plot", "--output", str(tmp_path / "now.json"))
+    run = kvspec("compare", "--trace", "synthetic", "--capacity", "16GiB", "--output", str(tmp_path / "now.json"))
     assert run.returncode == 0, run.stderr
     now = json.loads((tmp_path / "now.json").read_text())["sides"]
     assert now == [side for side in published["sides"] if side["capacity_bytes"] == 16 * GIB]

@@ -103,3 +103,15 @@ def test_REPLAY_TRACE_7_a_failure_inside_leaves_the_file_as_it_was(tmp_path: Pat
     except KeyboardInterrupt:
         pass
     assert out.read_text() == "old" and leftovers(tmp_path) == []
+
+
+def test_REPLAY_TRACE_7_compare_writes_a_plot_only_where_asked(tmp_path: Path) -> None:
+    run = kvspec("compare", "--capacity", "64MiB", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert list(tmp_path.iterdir()) == [] and "plot:" not in run.stdout
+
+
+def test_REPLAY_TRACE_7_a_plot_name_that_no_format_matches_is_refused_before_the_work(tmp_path: Path) -> None:
+    run = kvspec("compare", "--capacity", "64MiB", "--plot", str(tmp_path / "p.gif"), "--output", str(tmp_path / "x.json"), cwd=tmp_path)
+    assert run.returncode == 1 and "--plot" in run.stderr and ".png, .svg or .pdf" in run.stderr and run.stdout == ""
+    assert list(tmp_path.iterdir()) == []
