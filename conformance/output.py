@@ -19,16 +19,21 @@ def refused(option: str, given: Path | str, why: str) -> KvspecError:
     return KvspecError(f"{option + ' ' if option else ''}{shlex.quote(str(given))}: {why}")
 
 
+def is_stream(given: Path) -> bool:
+    """A pipe, a terminal or another device (/dev/stdout among them): neither a file nor a folder."""
+    return given.exists() and not given.is_file() and not given.is_dir()
+
+
 def check_output(given: Path, option: str = "") -> None:
     """Before any work: ``given`` can be written (a file in a folder that exists, or a pipe or
     device), or a KvspecError names ``option`` and the path."""
-    target = Path(os.path.realpath(given))
-    if target.is_dir() or str(given) == "":
-        raise refused(option, given, "is a folder, not a file")
-    if target.exists() and not target.is_file():
-        if not os.access(target, os.W_OK):
+    if is_stream(given):
+        if not os.access(given, os.W_OK):
             raise refused(option, given, "cannot be written")
         return
+    target = Path(os.path.realpath(given))
+    if target.is_dir():
+        raise refused(option, given, "is a folder, not a file")
     if not target.parent.is_dir():
         raise refused(option, given, f"no such folder: {shlex.quote(str(Path(given).parent))}")
     if not os.access(target.parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
@@ -49,10 +54,10 @@ def written_whole(given: Path, option: str = "") -> Iterator[Path]:
     leaves the file as it was. A symbolic link is written through; a pipe or a device is written
     directly (it has no partial state to hide)."""
     check_output(given, option)
-    target = Path(os.path.realpath(given))
-    if target.exists() and not target.is_file():
-        yield target
+    if is_stream(given):  # by its own name: /dev/stdout resolves to a pipe's, which no path opens
+        yield given
         return
+    target = Path(os.path.realpath(given))
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else umask_mode()
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)

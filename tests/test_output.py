@@ -115,3 +115,8 @@ def test_REPLAY_TRACE_7_a_plot_name_that_no_format_matches_is_refused_before_the
     run = kvspec("compare", "--capacity", "64MiB", "--plot", str(tmp_path / "p.gif"), "--output", str(tmp_path / "x.json"), cwd=tmp_path)
     assert run.returncode == 1 and "--plot" in run.stderr and ".png, .svg or .pdf" in run.stderr and run.stdout == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_REPLAY_TRACE_7_dev_stdout_is_written_directly_into_the_pipe_kvspec_writes_to(tmp_path: Path) -> None:
+    run = replay(tmp_path, "/dev/stdout")
+    assert run.returncode == 0 and '"policy"' in run.stdout and run.stderr == "", run.stderr
