@@ -127,15 +127,12 @@ class EmptySegmentDroppedFirst(CanonicalBenefit):
     """Drops a segment from the ledger when it has no bytes, not when its last reference goes (BEN-LEDGER-2)."""
 
     def remove(self, key: int, pinned: frozenset[int]) -> CapRepair | None:
-        item = self.items.pop(key, None)
-        if item is None:
-            return None
-        self.remember(key, item)
-        for s in item.segments:
-            self.segments[s][1].remove(key)
-            if not self.segments[s][0]:
-                del self.segments[s]
-        return self.select_probation_cap_victims(pinned)
+        item = self.items.get(key)
+        empty = [s for s in item.segments if self.segments[s][0] == 0] if item is not None else []
+        repair = super().remove(key, pinned)  # a segment of 0 bytes charges nothing: the repair is the same
+        for s in empty:
+            self.segments.pop(s, None)
+        return repair
 
 
 class DuplicateSegmentsMerged(CanonicalBenefit):

@@ -14,11 +14,11 @@ import pytest
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, Snapshot
+from kvspec.conformance.benefit_machine import benefit_machine_for
+from kvspec.conformance.benefit_mutants import MUTANTS
 from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.lockstep import Divergence, Lockstep
 from kvspec.conformance.mutants import CanonicalS3FIFO
-from kvspec.conformance.benefit_machine import benefit_machine_for
-from kvspec.conformance.benefit_mutants import MUTANTS
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
 from support import certify_report
