@@ -8,24 +8,50 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any, NoReturn
 
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.adapters.process import kill_all
-from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, make_policy, replay
+from kvspec.reference import POLICIES, SPEC_VERSION, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, make_policy, replay
 from kvspec.reference.trace import TraceRecord
+from kvspec.reference.validation import INT64_MAX
 
 from .certify import PROFILES, Finding, Outcome, certify_policy
 from .faults import Fault, Location
 from .lockstep import Divergence, Lockstep
 from .machine import Pins
-from .output import check_output, written_whole
+from .output import check_folder, check_output, written_whole
 from .progress import Progress
 from .report import build_report, write_report
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
 
 CERTIFIABLE = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
+
+
+EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in one line on stderr (a command line argparse "
+               "refuses included); {finding}130 or 143 after SIGINT or SIGTERM, with nothing written.")
+
+
+class Parser(argparse.ArgumentParser):
+    """One rule for every bad input: one line on stderr, exit 1 (a usage error included)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+
+def subcommand(parent: Any, name: str, done: str, finding: str = "", **texts: str) -> Parser:
+    """A subcommand whose --help ends with its exit statuses."""
+    return parent.add_parser(name, epilog=EXIT_STATUS.format(done=done, finding=f"3 {finding}; " if finding else ""), **texts)
+
+
+def output_path(text: str) -> Path:
+    """A path to write; an empty one names no file (Path("") would be the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file")
+    return Path(text)
 
 
 def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[[str], object]:
@@ -61,7 +87,7 @@ def add_trace_and_config(command: argparse.ArgumentParser) -> None:
     command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=512, help="tokens per block (default: 512)")
     command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=0.1, help="S3FIFO: share of the capacity for the small queue (default: 0.1)")
     command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=3, help="S3FIFO: frequency ceiling (default: 3)")
-    command.add_argument("--output", type=Path, help="write the JSON here instead of stdout (written whole or not at all)")
+    command.add_argument("--output", type=output_path, help="write the JSON here instead of stdout (written whole or not at all)")
 
 
 def timeout_seconds(text: str) -> float:
@@ -82,10 +108,13 @@ def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.")
+    parser = Parser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.",
+                    epilog=EXIT_STATUS.format(done="done", finding="3 a finding (a command's --help says which); "))
+    parser.add_argument("--version", action="version", version=f"kvspec {version('kvspec')} (spec {SPEC_VERSION})")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser(
-        "replay",
+    run = subcommand(
+        commands, "replay", "the result is written",
+        "with --adapter, the implementation disagreed with the reference or failed (one line on stderr: the trace line and the clause)",
         help="replay a Mooncake trace against one policy (spec/replay.md)",
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
@@ -96,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
                 "with the reference; exit 3 at the first request on which they disagree, or where it fails")
     run.set_defaults(handler=run_replay)
-    many = commands.add_parser(
-        "sweep",
+    many = subcommand(
+        commands, "sweep", "the results are written",
         help="hit rate against capacity, for several policies, as JSON and a plot",
         description="Replay a trace once per policy and capacity; print every result and the hit rate of a cache that never evicts.",
     )
@@ -109,10 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=list(DEFAULT_CAPACITIES),
         help=f"capacities in blocks (default: {','.join(map(str, DEFAULT_CAPACITIES))})",
     )
-    many.add_argument("--plot", type=Path, help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
+    many.add_argument("--plot", type=output_path,
+                      help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
     many.set_defaults(handler=run_sweep)
-    versus = commands.add_parser(
-        "compare",
+    versus = subcommand(
+        commands, "compare", "the comparison is printed and written",
         help="the benefit policy against LRU on the seeded traces (spec/benefit.md)",
         description="Replay the seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
@@ -122,11 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     versus.add_argument("--capacity", dest="capacities", action="append", type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="bytes, or with KiB, MiB, GiB or TiB (repeatable with --trace; default: 64 MiB, and 256 MiB for the two "
                         "mixed-size traces; with --trace, 16, 64 and 256 GiB)")
-    versus.add_argument("--plot", type=Path, help="also draw the comparison to this file (.png, .svg or .pdf; needs kvspec[plot])")
-    versus.add_argument("--output", type=Path, help="also write the rows as JSON here (written whole or not at all)")
+    versus.add_argument("--plot", type=output_path, help="also draw the comparison to this file (.png, .svg or .pdf; needs kvspec[plot])")
+    versus.add_argument("--output", type=output_path, help="also write the rows as JSON here (written whole or not at all)")
     versus.set_defaults(handler=run_compare)
-    check = commands.add_parser(
-        "certify",
+    check = subcommand(
+        commands, "certify", "the implementation conforms",
+        "it does not conform: it answered differently or failed (the report is written either way)",
         help="certify an implementation against the spec through an adapter",
         description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
     )
@@ -135,28 +166,32 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
     check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
-    check.add_argument("--report", type=Path, help="write report.json, report.md and each shrunk counterexample to this folder")
+    check.add_argument("--report", type=output_path, help="write report.json, report.md and each shrunk counterexample to this folder")
     check.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
                        help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
     check.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
                        help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
     check.set_defaults(handler=run_certify)
-    vectors = commands.add_parser("fixtures", help="golden fixtures: generate the corpus, or verify an implementation against it (spec/fixtures.md)")
+    vectors = subcommand(commands, "fixtures", "done", "verify: a case failed",
+                         help="golden fixtures: generate the corpus, or verify an implementation against it (spec/fixtures.md)")
     actions = vectors.add_subparsers(dest="action", required=True)
-    make = actions.add_parser("generate", help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
-    make.add_argument("directory", nargs="?", type=Path, default=Path("spec/fixtures"), help="default: spec/fixtures")
+    make = subcommand(actions, "generate", "the corpus is written",
+                      help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
+    make.add_argument("directory", nargs="?", type=output_path, default=Path("spec/fixtures"), help="default: spec/fixtures")
     make.set_defaults(handler=run_fixtures_generate)
-    gather = actions.add_parser("collect", help="keep the shrunk counterexamples of certification reports, for the corpus (run in a checkout)")
+    gather = subcommand(actions, "collect", "the counterexamples are kept",
+                        help="keep the shrunk counterexamples of certification reports, for the corpus (run in a checkout)")
     gather.add_argument("reports", nargs="+", type=Path, help="folders written by kvspec certify --report")
     gather.set_defaults(handler=run_fixtures_collect)
-    replay_all = actions.add_parser("verify", help="replay every case through an implementation and report each failure (FIX-12)")
+    replay_all = subcommand(actions, "verify", "every case passes (or fails as --known-failures expects)",
+                         "a case failed, or passed against --known-failures", help="replay every case through an implementation and report each failure (FIX-12)")
     replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
     add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
     replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
-    replay_all.add_argument("--report", type=Path, help="also write every case's verdict as JSON here (written whole)")
+    replay_all.add_argument("--report", type=output_path, help="also write every case's verdict as JSON here (written whole)")
     replay_all.set_defaults(handler=run_fixtures_verify)
-    search = commands.add_parser(
-        "hunt",
+    search = subcommand(
+        commands, "hunt", "no counterexample within the budget (not a proof)", "a counterexample was found",
         help="search the spec's own rules for holes with CrossHair (check, as-written, diff)",
         description="check: crosshair check of the reference's rules (expect nothing). as-written: the seed's rules with the spec's "
         "resolution of findings F-1 and F-2 switched off (expect the degenerate sizes). diff: crosshair diffbehavior between a rule "
@@ -361,8 +396,9 @@ def run_compare(args: argparse.Namespace) -> None:
     from . import comparison
 
     capacities = args.capacities or []
-    if any(capacity < 1 for capacity in capacities):
-        raise KvspecError(f"BEN-CMP-1: --capacity must be at least 1 byte, not {min(capacities)}")
+    for capacity in capacities:
+        if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)
+            raise KvspecError(f"--capacity {capacity}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes")
     if args.trace is not None:
         trace = TraceFile(bundled_trace_path(f"{args.trace}_trace.jsonl.gz") if args.trace in BUNDLED and not Path(args.trace).exists()
                           else args.trace)
@@ -468,8 +504,13 @@ def check_outputs(args: argparse.Namespace) -> None:
     for option, path in (("--output", getattr(args, "output", None)), ("--plot", plot)):
         if path is not None:
             check_output(path, option)
-    if getattr(args, "report", None) is not None and args.handler is run_fixtures_verify:
-        check_output(args.report, "--report")
+    if getattr(args, "report", None) is not None:
+        if args.handler is run_fixtures_verify:
+            check_output(args.report, "--report")
+        else:
+            check_folder(args.report, "--report")
+    if args.handler is run_fixtures_generate:
+        check_folder(args.directory)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@ traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, with ``--tra
 prefix cache of a Mooncake trace beside S3FIFO, LRU and FIFO (BEN-PREFIX-1 to BEN-PREFIX-7); as
 a table, JSON and a plot."""
 
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,13 +114,22 @@ def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path:
                            sides=sides)
 
 
+def hit_rate(side: PrefixSide) -> float:
+    """Hit tokens over prompt tokens; NaN for a trace without requests (left out of plots)."""
+    return side.hit_tokens / side.prompt_tokens if side.prompt_tokens else math.nan
+
+
+def rate_text(side: PrefixSide) -> str:
+    return f"{hit_rate(side):.2%}" if side.prompt_tokens else "n/a"
+
+
 def trace_table(result: TraceComparison) -> str:
     """Hit tokens, saved prefill, bytes written and the peak bytes resident, one line per capacity and policy."""
     lines = [f"{result.trace}: {result.model}, {result.block_size}-token blocks of {result.block_bytes / 2**20:g} MiB",
              f"{'capacity':>10} {'policy':<8} {'hit tokens':>14} {'hit rate':>9} {'saved prefill (s)':>18} {'written (GiB)':>14} {'peak (GiB)':>11}"]
     for side in result.sides:
         lines.append(
-            f"{side.capacity_bytes / GIB:>6g} GiB {side.policy:<8} {side.hit_tokens:>14,} {side.hit_tokens / side.prompt_tokens:>9.2%} "
+            f"{side.capacity_bytes / GIB:>6g} GiB {side.policy:<8} {side.hit_tokens:>14,} {rate_text(side):>9} "
             f"{side.saved_prefill_ms / 1000:>18,.1f} {side.bytes_written / GIB:>14,.0f} {side.peak_bytes / GIB:>11,.0f}"
         )
     return "\n".join(lines)
@@ -136,7 +146,7 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     for policy in PREFIX_POLICIES:
         sides = [side for side in result.sides if side.policy == policy]
         gib = [side.capacity_bytes / GIB for side in sides]
-        rate.plot(gib, [100 * side.hit_tokens / side.prompt_tokens for side in sides], marker="o", label=policy)
+        rate.plot(gib, [100 * hit_rate(side) for side in sides], marker="o", label=policy)
         saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], marker="o", label=policy)
     capacities = sorted({side.capacity_bytes / GIB for side in result.sides})
     for axes, label in ((rate, "hit tokens (% of prompt tokens)"), (saved, "saved prefill (s)")):

@@ -28,6 +28,7 @@ from kvspec.reference.validation import INT64_MAX, INT64_MIN
 from .clauses import exercised
 from .fixtures import FORMAT, Json
 from .machine import long_queues
+from .output import written_whole
 from .strategies import ID_NUMBERINGS, KEY_NUMBERINGS, PLAIN, Numbering
 
 NAN, INF = float("nan"), float("inf")
@@ -221,26 +222,38 @@ def collect(reports: list[Path]) -> int:
             report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise KvspecError(f"{folder / 'report.json'}: not a certification report: {error}") from None
-        for verdict in report["policies"]:
-            for failure in verdict["failures"]:
-                found = {"adapter": report["adapter"], "policy": verdict["policy"], "seed": report["seed"], "profile": report["profile"],
-                         "clauses": failure["clauses"]}
-                if verdict["policy"] == "benefit" and failure["trace_file"]:
-                    case = json.loads((folder / failure["trace_file"]).read_text(encoding="utf-8"))
-                    found.update(config=case["config"], requests=[step["request"] for step in case["operations"]])
-                elif failure["config"] is not None:
-                    requests = []
-                    if failure["trace_file"]:
-                        requests = [[r.hash_ids, r.input_length] for _, r in TraceFile(folder / failure["trace_file"]).records()]
-                    found.update(config=failure["config"], requests=requests)
-                else:
-                    continue  # the implementation broke the protocol: nothing to replay
-                key = json.dumps([found["adapter"], found["config"], found["requests"]])
-                if key not in seen:
-                    seen.add(key)
-                    known.append(found)
-                    added += 1
-    CHECKOUT_COUNTEREXAMPLES.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        try:
+            added += keep_counterexamples(folder, report, known, seen)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise KvspecError(f"{folder / 'report.json'}: not a kvspec certification report (spec/schemas/certification-report.schema.json): "
+                              f"{type(error).__name__}: {error}") from None
+    with written_whole(CHECKOUT_COUNTEREXAMPLES) as temporary:
+        temporary.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return added
+
+
+def keep_counterexamples(folder: Path, report: Any, known: list[Any], seen: set[str]) -> int:
+    """Add each failure of ``report`` with a shrunk trace to ``known``, once; how many were new."""
+    added = 0
+    for verdict in report["policies"]:
+        for failure in verdict["failures"]:
+            found = {"adapter": report["adapter"], "policy": verdict["policy"], "seed": report["seed"], "profile": report["profile"],
+                     "clauses": failure["clauses"]}
+            if verdict["policy"] == "benefit" and failure["trace_file"]:
+                case = json.loads((folder / failure["trace_file"]).read_text(encoding="utf-8"))
+                found.update(config=case["config"], requests=[step["request"] for step in case["operations"]])
+            elif failure["config"] is not None:
+                requests = []
+                if failure["trace_file"]:
+                    requests = [[r.hash_ids, r.input_length] for _, r in TraceFile(folder / failure["trace_file"]).records()]
+                found.update(config=failure["config"], requests=requests)
+            else:
+                continue  # the implementation broke the protocol: nothing to replay
+            key = json.dumps([found["adapter"], found["config"], found["requests"]])
+            if key not in seen:
+                seen.add(key)
+                known.append(found)
+                added += 1
     return added
 
 

@@ -55,7 +55,8 @@ def read_manifest(directory: Path) -> list[Json]:
         return [entry.model_dump() for entry in Manifest.model_validate(manifest).cases]
     except ValidationError as error:
         first = error.errors()[0]
-        raise KvspecError(f"{path}: FIX-1: not a {FORMAT} manifest: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        clause = "FIX-1" if first["loc"][:1] in ((), ("format",)) else "FIX-2"
+        raise KvspecError(f"{path}: {clause}: not a {FORMAT} manifest: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
 
 def read_case(directory: Path, entry: Json) -> Json:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kvspec.adapters.protocol import Blocks, Count, Entries, HashId, WireBenefitConfig, WireConfig, schema_text
 from kvspec.reference import SPEC_VERSION, KvspecError
@@ -145,7 +145,7 @@ class Manifest(Strict):
 
     format: Literal["kvspec-fixture/1"]
     spec_version: str
-    cases: list[ManifestEntry]
+    cases: Annotated[list[ManifestEntry], Field(min_length=1)]  # FIX-2: a corpus of no case would pass anything
 
 
 def schema_texts() -> dict[str, str]:
@@ -176,11 +176,11 @@ def generate(directory: Path) -> list[Json]:
         raise KvspecError(f"FIX-3: two cases are the same case: {', '.join(duplicates)}")
     entries = []
     texts = {f"{case['kind']}/{case['id']}.json": canonical(case) for case in corpus}
+    stale = retired(directory, texts)
     for kind in {case["kind"] for case in corpus}:
         (directory / kind).mkdir(parents=True, exist_ok=True)
-        for stale in (directory / kind).glob("*.json"):
-            if f"{kind}/{stale.name}" not in texts:
-                stale.unlink()
+    for path in stale:
+        path.unlink()
     for case in corpus:
         path = f"{case['kind']}/{case['id']}.json"
         with written_whole(directory / path) as temporary:
@@ -192,6 +192,21 @@ def generate(directory: Path) -> list[Json]:
     with written_whole(directory / "manifest.json") as temporary:
         temporary.write_text(canonical(manifest), encoding="utf-8")
     return entries
+
+
+def retired(directory: Path, texts: dict[str, str]) -> list[Path]:
+    """The cases of the corpus already in ``directory`` that the new one no longer holds. A JSON
+    file there that no manifest lists is someone else's: nothing is written, nothing deleted."""
+    try:
+        listed = {entry.path for entry in Manifest.model_validate_json((directory / "manifest.json").read_bytes()).cases}
+    except (OSError, ValidationError):  # none there, or not a manifest: it lists nothing
+        listed = set()
+    found = {path.relative_to(directory).as_posix(): path for path in directory.glob("*/*.json")}
+    foreign = sorted(name for name in found if name not in texts and name not in listed)
+    if foreign:
+        raise KvspecError(f"{directory}: holds {foreign[0]}, which no manifest.json there lists: not a kvspec corpus to regenerate "
+                          "(FIX-1); give a new or empty folder, or the corpus itself")
+    return [path for name, path in sorted(found.items()) if name not in texts]
 
 
 def bundled_corpus() -> Path:

@@ -40,6 +40,19 @@ def check_output(given: Path, option: str = "") -> None:
         raise refused(option, given, "permission denied")
 
 
+def check_folder(given: Path, option: str = "") -> None:
+    """Before any work: ``given`` is a folder that can be written, or one that can be made (its
+    nearest existing ancestor is a writable folder), or a KvspecError names ``option`` and the path."""
+    target = Path(os.path.realpath(given))
+    if target.exists() and not target.is_dir():
+        raise refused(option, given, "is a file, not a folder")
+    existing = next(folder for folder in (target, *target.parents) if folder.exists())
+    if not existing.is_dir():
+        raise refused(option, given, f"{shlex.quote(str(existing))} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise refused(option, given, "permission denied")
+
+
 def umask_mode() -> int:
     """The mode a new file gets under the process's umask (read by setting it and putting it back)."""
     mask = os.umask(0o022)

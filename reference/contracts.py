@@ -3,10 +3,10 @@
 Every contract names the clause it enforces in its description, so a violation reads
 ``S3-ADMIT-S-4: ...``. KVSPEC_CONTRACTS is read once, at import:
 
-- unset or ``0``: no contract is installed; the rules run as plain functions at full speed.
+- unset, empty or ``0``: no contract is installed; the rules run as plain functions at full speed.
 - ``1``: the contracts that cost O(1) a call are installed, and the per-request state
   invariants (O(cache size) once a request) run in the replay.
-- ``all``: also the O(cache size) contracts on every block access, which CrossHair needs to
+- ``all`` (in any case): also the O(cache size) contracts on every block access, which CrossHair needs to
   state the queue invariants and which only small caches can afford.
 
 The test suite sets ``all`` (tests/conftest.py); `crosshair check` runs with ``all``.
@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 import icontract
 
 LEVELS = ("0", "1", "all")
-LEVEL = os.environ.get("KVSPEC_CONTRACTS", "0")
+LEVEL = os.environ.get("KVSPEC_CONTRACTS", "").strip().lower() or "0"  # set but empty, as unset: a shell's `VAR= cmd`
 if LEVEL not in LEVELS:
-    raise ImportError(f"KVSPEC_CONTRACTS must be one of {', '.join(LEVELS)}, not {LEVEL!r}")
+    raise ImportError(f"KVSPEC_CONTRACTS={os.environ['KVSPEC_CONTRACTS']!r}: must be 0 (or unset or empty), 1 or all")
 
 CHEAP = LEVEL in ("1", "all")
 STATE = LEVEL == "all"

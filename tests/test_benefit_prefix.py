@@ -198,6 +198,8 @@ def test_BEN_PREFIX_7_kvspec_compare_trace_prints_writes_and_plots_every_policy(
         (["--trace", "synthetic", "--capacity", "1MiB"], "BEN-PREFIX-6: a capacity of 1048576 bytes holds no"),
         (["--trace", "/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read the trace"),
         (["--capacity", "1GiB", "--capacity", "2GiB"], "BEN-CMP-1: the seeded traces take one --capacity"),
+        (["--capacity", str(2**90)], f"--capacity {2**90}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes"),
+        (["--trace", "synthetic", "--capacity", "0"], "--capacity 0: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes"),
     ],
 )
 def test_BEN_PREFIX_6_bad_compare_arguments_are_clear_errors(args: list[str], message: str, tmp_path: Path) -> None:
@@ -206,9 +208,16 @@ def test_BEN_PREFIX_6_bad_compare_arguments_are_clear_errors(args: list[str], me
     assert not (tmp_path / "out.json").exists()
 
 
+def test_BEN_PREFIX_6_a_trace_without_requests_compares_with_no_hit_rate(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    run = kvspec("compare", "--trace", str(tmp_path / "empty.jsonl"), "--capacity", "1GiB")
+    assert run.returncode == 0 and run.stderr == ""
+    assert [line.split()[2:5] for line in run.stdout.splitlines()[2:]] == [[policy, "0", "n/a"] for policy in ("benefit", "s3fifo", "lru", "fifo")]
+
+
 def test_BEN_CMP_1_a_capacity_with_a_unit_and_a_bad_one() -> None:
     run = kvspec("compare", "--capacity", "12 parsecs")
-    assert run.returncode == 2 and "BEN-CMP-1: capacity must be a number of bytes, not '12 parsecs'" in run.stderr
+    assert run.returncode == 1 and "BEN-CMP-1: capacity must be a number of bytes, not '12 parsecs'" in run.stderr
 
 
 def test_BEN_PREFIX_7_peak_bytes_is_the_most_ever_resident() -> None:

@@ -50,6 +50,28 @@ def test_FIX_5_the_corpus_regenerates_byte_for_byte(tmp_path: Path) -> None:
     assert [p for p in written if (tmp_path / p).read_bytes() != (CORPUS / p).read_bytes()] == []
 
 
+def test_FIX_5_regenerating_retires_the_cases_the_manifest_listed_and_deletes_nothing_else(tmp_path: Path) -> None:
+    assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    retired = {**manifest["cases"][0], "id": "replay-0000000000000000", "path": "replay/replay-0000000000000000.json"}
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "cases": [retired, *manifest["cases"]]}))
+    (tmp_path / retired["path"]).write_text("{}")
+    assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
+    assert not (tmp_path / retired["path"]).exists() and (tmp_path / "manifest.json").read_bytes() == (CORPUS / "manifest.json").read_bytes()
+    foreign = tmp_path / "replay" / "mine.json"
+    foreign.write_text("{}")
+    run = kvspec("fixtures", "generate", str(tmp_path))
+    assert run.returncode == 1 and run.stderr == (f"kvspec: error: {tmp_path}: holds replay/mine.json, which no manifest.json there lists: "
+                                                  "not a kvspec corpus to regenerate (FIX-1); give a new or empty folder, or the corpus itself\n")
+    assert foreign.read_text() == "{}"
+
+
+def test_FIX_2_a_manifest_of_no_case_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": FORMAT, "spec_version": "0.1.0", "cases": []}))
+    with pytest.raises(KvspecError, match="FIX-2: not a kvspec-fixture/1 manifest: cases: List should have at least 1 item"):
+        read_manifest(tmp_path)
+
+
 def test_FIX_1_FIX_2_the_manifest_lists_every_case_with_its_sha256() -> None:
     entries = read_manifest(CORPUS)
     assert [entry["path"] for entry in entries] == sorted(entry["path"] for entry in entries)

@@ -79,11 +79,12 @@ def test_REPLAY_TRACE_7_a_named_pipe_is_written_directly(tmp_path: Path) -> None
 
 
 def test_REPLAY_TRACE_7_an_output_that_cannot_be_written_is_named_with_its_option(tmp_path: Path) -> None:
-    for given, why in ((str(tmp_path / "no" / "dir" / "x.json"), "no such folder"), (str(tmp_path), "is a folder, not a file"),
-                       ("", "is a folder, not a file")):
+    for given, why in ((str(tmp_path / "no" / "dir" / "x.json"), "no such folder"), (str(tmp_path), "is a folder, not a file")):
         run = replay(tmp_path, given)
         assert run.returncode == 1 and run.stderr.startswith("kvspec: error: --output ") and why in run.stderr, run.stderr
         assert run.stderr.count("\n") == 1 and run.stdout == ""  # refused before the replay ran
+    run = replay(tmp_path, "")  # not the current folder, as Path("") would have it
+    assert run.returncode == 1 and run.stderr.startswith("kvspec replay: error: argument --output: an empty path names no file")
 
 
 def test_REPLAY_TRACE_7_two_outputs_are_both_written_or_neither(tmp_path: Path) -> None:
