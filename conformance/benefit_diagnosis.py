@@ -18,9 +18,9 @@ from typing import Any
 from kvspec.adapters import BENEFIT_METHODS
 from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Identity, Level
+from kvspec.adapters.protocol import from_double
 from kvspec.adapters.reference import ReferenceBenefitAdapter
 from kvspec.adapters.serve import answer_benefit
-from kvspec.adapters.protocol import from_double
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.config import is_valid
 from kvspec.reference.benefit.selection import physical_release

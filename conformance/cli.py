@@ -4,10 +4,12 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -15,8 +17,18 @@ from typing import Any, NoReturn
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.adapters.process import kill_all
-from kvspec.reference import POLICIES, SPEC_VERSION, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, make_policy, replay
-from kvspec.reference.trace import TraceRecord
+from kvspec.reference import (
+    POLICIES,
+    SPEC_VERSION,
+    KvspecError,
+    ReplayConfig,
+    ReplayResult,
+    TraceFile,
+    bundled_trace_path,
+    make_policy,
+    replay,
+)
+from kvspec.reference.trace import STDIN, TraceRecord
 from kvspec.reference.validation import INT64_MAX
 
 from .certify import PROFILES, Finding, Outcome, certify_policy
@@ -26,6 +38,7 @@ from .machine import Pins
 from .output import check_folder, check_output, written_whole
 from .progress import Progress
 from .report import build_report, write_report
+from .spool import Spool, write_result
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
 
 CERTIFIABLE = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
@@ -47,10 +60,19 @@ def subcommand(parent: Any, name: str, done: str, finding: str = "", **texts: st
     return parent.add_parser(name, epilog=EXIT_STATUS.format(done=done, finding=f"3 {finding}; " if finding else ""), **texts)
 
 
-def output_path(text: str) -> Path:
-    """A path to write; an empty one names no file (Path("") would be the current folder)."""
+def folder_path(text: str) -> Path:
+    """A folder to write in; an empty path names none (Path("") would be the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return Path(text)
+
+
+def file_path(text: str) -> Path:
+    """A file to write, named as given: Path("out/") would drop the slash that makes it a folder."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no file")
+    if text.endswith(os.sep):
+        raise argparse.ArgumentTypeError(f"{text}: ends in {os.sep}, so it names a folder, not a file")
     return Path(text)
 
 
@@ -83,11 +105,12 @@ def capacity_list(text: str) -> list[int]:
 
 
 def add_trace_and_config(command: argparse.ArgumentParser) -> None:
-    command.add_argument("trace", nargs="?", type=Path, help="the trace; default: the bundled Mooncake conversation trace")
+    command.add_argument("trace", nargs="?", type=Path, help="the trace, plain or gzip (told apart by content), or - for standard input "
+                         "(replay only: sweep reads the trace once per configuration); default: the bundled Mooncake conversation trace")
     command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=512, help="tokens per block (default: 512)")
     command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=0.1, help="S3FIFO: share of the capacity for the small queue (default: 0.1)")
     command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=3, help="S3FIFO: frequency ceiling (default: 3)")
-    command.add_argument("--output", type=output_path, help="write the JSON here instead of stdout (written whole or not at all)")
+    command.add_argument("--output", type=file_path, help="write the JSON here instead of stdout (written whole or not at all)")
 
 
 def timeout_seconds(text: str) -> float:
@@ -138,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=list(DEFAULT_CAPACITIES),
         help=f"capacities in blocks (default: {','.join(map(str, DEFAULT_CAPACITIES))})",
     )
-    many.add_argument("--plot", type=output_path,
+    many.add_argument("--plot", type=file_path,
                       help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
     many.set_defaults(handler=run_sweep)
     versus = subcommand(
@@ -152,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     versus.add_argument("--capacity", dest="capacities", action="append", type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="bytes, or with KiB, MiB, GiB or TiB (repeatable with --trace; default: 64 MiB, and 256 MiB for the two "
                         "mixed-size traces; with --trace, 16, 64 and 256 GiB)")
-    versus.add_argument("--plot", type=output_path, help="also draw the comparison to this file (.png, .svg or .pdf; needs kvspec[plot])")
-    versus.add_argument("--output", type=output_path, help="also write the rows as JSON here (written whole or not at all)")
+    versus.add_argument("--plot", type=file_path, help="also draw the comparison to this file (.png, .svg or .pdf; needs kvspec[plot])")
+    versus.add_argument("--output", type=file_path, help="also write the rows as JSON here (written whole or not at all)")
     versus.set_defaults(handler=run_compare)
     check = subcommand(
         commands, "certify", "the implementation conforms",
@@ -166,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
     check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
-    check.add_argument("--report", type=output_path, help="write report.json, report.md and each shrunk counterexample to this folder")
+    check.add_argument("--report", type=folder_path, help="write report.json, report.md and each shrunk counterexample to this folder")
     check.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
                        help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
     check.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
@@ -177,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     actions = vectors.add_subparsers(dest="action", required=True)
     make = subcommand(actions, "generate", "the corpus is written",
                       help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
-    make.add_argument("directory", nargs="?", type=output_path, default=Path("spec/fixtures"), help="default: spec/fixtures")
+    make.add_argument("directory", nargs="?", type=folder_path, default=Path("spec/fixtures"), help="default: spec/fixtures")
     make.set_defaults(handler=run_fixtures_generate)
     gather = subcommand(actions, "collect", "the counterexamples are kept",
                         help="keep the shrunk counterexamples of certification reports, for the corpus (run in a checkout)")
@@ -188,14 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
     replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
     add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
     replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
-    replay_all.add_argument("--report", type=output_path, help="also write every case's verdict as JSON here (written whole)")
+    replay_all.add_argument("--report", type=file_path, help="also write every case's verdict as JSON here (written whole)")
     replay_all.set_defaults(handler=run_fixtures_verify)
     search = subcommand(
-        commands, "hunt", "no counterexample within the budget (not a proof)", "a counterexample was found",
+        commands, "hunt", "the search ended within the budget and found no counterexample (not a proof)", "a counterexample was found",
         help="search the spec's own rules for holes with CrossHair (check, as-written, diff)",
         description="check: crosshair check of the reference's rules (expect nothing). as-written: the seed's rules with the spec's "
         "resolution of findings F-1 and F-2 switched off (expect the degenerate sizes). diff: crosshair diffbehavior between a rule "
-        "and a mistake of the mutant gallery. Exit 3 when a counterexample is found, 0 when none is within the budget (not a proof).",
+        "and a mistake of the mutant gallery. A search that does not run, or does not end within the budget, is an error.",
     )
     search.add_argument("search", choices=["check", "as-written", "diff"], help="which search")
     search.add_argument("--budget", type=typed(float, "hunt", "the budget must be a number of seconds"), default=300.0,
@@ -210,19 +233,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
-    from .hunt import DIFFS, hunt, record
+    from .hunt import DIFFS, MAX_SECONDS, hunt, record
 
-    if args.budget <= 0 or args.per_condition <= 0:
-        raise KvspecError("hunt: --budget and --per-condition must be positive")
+    for option, value in (("--budget", args.budget), ("--per-condition", args.per_condition)):
+        if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+            raise KvspecError(f"hunt: {option} {value:g}: must be a finite number of seconds > 0 and <= {MAX_SECONDS}")
     if args.pair and args.search != "diff":
         raise KvspecError("hunt: --pair names the two functions of a diff")
     found, seconds, command = hunt(args.search, args.budget, args.per_condition, tuple(args.pair or DIFFS["no-min-clamp"]))
+    recorded = record(found) if args.record and found else None  # before any output: a refusal leaves stdout empty
     print(f"{command}: {len(found)} counterexample{'s' if len(found) != 1 else ''} in {seconds:.1f} s")
     for counterexample in found:
         call = ", ".join(f"{name}={value!r}" for name, value in counterexample.args.items())
         print(f"  {counterexample.function}({call}): {counterexample.found}")
-    if args.record and found:
-        print(f"  {record(found)} new, recorded in conformance/hunted.json (kvspec fixtures generate makes them fixtures)")
+    if recorded is not None:
+        print(f"  {recorded} new, recorded in conformance/hunted.json (kvspec fixtures generate makes them fixtures)")
     return 3 if found else 0
 
 
@@ -262,6 +287,7 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     try:
         results = verify(directory, implementation, known, advance)
+        unless_interrupted()
     finally:
         progress.close()
     if args.report is not None:
@@ -290,14 +316,14 @@ def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], 
         progress.close()
 
 
-def write_json(model: ReplayResult | Sweep, output: Path | None) -> None:
-    """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file."""
-    text = model.model_dump_json(indent=2, exclude_none=True) + "\n"
+def write_json(model: ReplayResult | Sweep, output: Path | None, spool: Spool | None = None) -> None:
+    """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file. A spool's
+    per-request lines are copied in chunks, never held in memory."""
     if output is None:
-        sys.stdout.write(text)
+        write_result(model, spool, sys.stdout)
         return
-    with written_whole(output, "--output") as temporary:
-        temporary.write_text(text, encoding="utf-8")
+    with written_whole(output, "--output") as temporary, temporary.open("w", encoding="utf-8") as stream:
+        write_result(model, spool, stream)
 
 
 def summary(result: ReplayResult) -> str:
@@ -324,35 +350,37 @@ def run_replay(args: argparse.Namespace) -> int:
     trace = open_trace(args)
     records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
     config = base_config(args, args.policy, args.capacity)
-    if args.adapter is None:
-        result = replay(records, config, path=trace.path, per_request=args.per_request)
-    else:
-        implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
-        outcome = replay_in_lockstep(implementation, records, config, trace.path, args.per_request)
-        if isinstance(outcome, str):
-            print(outcome, file=sys.stderr)
-            return 3
-        result = outcome
-    write_json(result, args.output)
+    with Spool() if args.per_request else nullcontext() as spool:
+        if args.adapter is None:
+            result = replay(records, config, path=trace.path, sink=spool)
+        else:
+            implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
+            outcome = replay_in_lockstep(implementation, records, config, trace.path, spool)
+            unless_interrupted()
+            if isinstance(outcome, str):
+                print(outcome, file=sys.stderr)
+                return 3
+            result = outcome
+        write_json(result, args.output, spool)
     if sys.stderr.isatty():
         print(summary(result), file=sys.stderr)
     return 0
 
 
 def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
-                       per_request: bool) -> ReplayResult | str:
+                       sink: Spool | None) -> ReplayResult | str:
     """The replay through an implementation, checked against the reference after every request;
     or, at the first disagreement or failure (at its start and stop too), what it was and where."""
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
-    lines: list[int] = []
+    read = [0, 0]  # requests read, and the line of the last: the lockstep stops on the request it was sent last
 
     def numbered() -> Iterator[tuple[int, TraceRecord]]:
         for line_number, record in records:
-            lines.append(line_number)
+            read[:] = [read[0] + 1, line_number]
             yield line_number, record
 
     def at(number: int) -> str:
-        return f"line {lines[number - 1]} of {path} (request {number})" if number else "the configuration"
+        return f"line {read[1]} of {path} (request {number})" if number else "the configuration"
 
     try:
         adapter = implementation.start()
@@ -362,11 +390,11 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
     try:
         lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
         lockstep.configure()
-        result = replay(numbered(), config, path=path, per_request=per_request, server=lockstep)
+        result = replay(numbered(), config, path=path, server=lockstep, sink=sink)
     except Divergence as divergence:
         return f"kvspec: {name} does not conform, at {at(divergence.request)}: {divergence}"
     except AdapterFailure as failure:
-        return f"kvspec: {name} does not conform, at {at(len(lines))}: {failure.clause}: {failure}"
+        return f"kvspec: {name} does not conform, at {at(read[0])}: {failure.clause}: {failure}"
     try:
         implementation.close()
     except AdapterFailure as failure:
@@ -374,7 +402,14 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
     return result
 
 
+def read_once_only(given: object, command: str) -> None:
+    """Before any work: sweep and compare read the trace once for each replay, standard input once."""
+    if str(given) == STDIN:
+        raise KvspecError(f"{STDIN}: standard input can be read once, and {command} reads the trace once for each replay; save it to a file")
+
+
 def run_sweep(args: argparse.Namespace) -> None:
+    read_once_only(args.trace, "sweep")
     trace = open_trace(args)
     result = sweep(
         lambda label: with_progress(trace, trace.records(), label),
@@ -400,6 +435,7 @@ def run_compare(args: argparse.Namespace) -> None:
         if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)
             raise KvspecError(f"--capacity {capacity}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes")
     if args.trace is not None:
+        read_once_only(args.trace, "compare")
         trace = TraceFile(bundled_trace_path(f"{args.trace}_trace.jsonl.gz") if args.trace in BUNDLED and not Path(args.trace).exists()
                           else args.trace)
         records = lambda label: with_progress(trace, trace.records(), label)  # noqa: E731
@@ -445,6 +481,7 @@ def run_certify(args: argparse.Namespace) -> int:
             implementation.close()
         except AdapterFailure as failure:
             faults.append(process_fault(failure, "its stop"))
+    unless_interrupted()
     if args.report is not None:
         args.report.mkdir(parents=True, exist_ok=True)
         write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report), args.report)
@@ -479,11 +516,23 @@ def close_quietly(implementation: Implementation) -> None:
         pass
 
 
+RECEIVED: list[int] = []  # the signal that interrupted kvspec, once one has
+
+
 def interrupted(signum: int, frame: object) -> None:
     """SIGINT, SIGTERM: end every implementation's process group first (none is left running),
     then unwind, so that no output file is left half written."""
     kill_all()
+    RECEIVED.append(signum)
     raise Interrupted(128 + signum)
+
+
+def unless_interrupted() -> None:
+    """Before any output: an interruption whose unwinding something replaced with an exception of
+    its own (a state machine's teardown, talking to the implementation just ended, raises in a
+    finally) still ends the run as an interruption, not as the implementation's failure."""
+    if RECEIVED:
+        raise Interrupted(128 + RECEIVED[0])
 
 
 class Interrupted(BaseException):
@@ -513,6 +562,14 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_folder(args.directory)
 
 
+def failed_stream() -> str:
+    """What an error that names no file failed on: standard output, the one stream kvspec writes
+    that has no name (a full device, a pipe its reader closed; an adapter's pipes fail as
+    AdapterFailure). Its writes now go nowhere, so that the flush at exit adds no second message."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return "standard output"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -520,13 +577,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_outputs(args)
         status = args.handler(args)
+        sys.stdout.flush()
         if status:
             return status
     except KvspecError as error:
         print(f"kvspec: error: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"kvspec: error: {error.filename or ''}: {error.strerror}", file=sys.stderr)
+        print(f"kvspec: error: {error.filename or failed_stream()}: {error.strerror}", file=sys.stderr)
         return 1
     except Interrupted as stop:  # its handler has ended every implementation's process group
         print("kvspec: interrupted", file=sys.stderr)

@@ -566,8 +566,12 @@ def trace_cases() -> Iterator[Json]:
                        ("a string hash id", good.replace("[1, 2]", '[1, "2"]')), ("no hash ids", good.replace("[1, 2]", "[]")),
                        ("a hash id past 2**63 - 1", good.replace("[1, 2]", f"[1, {2**63}]")), ("a negative output_length", good.replace('"output_length": 1', '"output_length": -1')),
                        ("too few blocks for input_length", good.replace('"input_length": 5', '"input_length": 9')),
-                       ("too many blocks for input_length", good.replace('"input_length": 5', '"input_length": 4'))):
+                       ("too many blocks for input_length", good.replace('"input_length": 5', '"input_length": 4')),
+                       ("a key given twice", good.replace("}", ', "timestamp": 0}')),
+                       ("a key given twice, once spelled with an escape", good.replace("}", ', "\\u0074imestamp": 0}')),
+                       ("a byte order mark past the start of the file", "\ufeff" + good)):
         yield trace_case(f"refused at line 2: {title}", [good, bad], clauses=("REPLAY-TRACE-7",))
+    yield trace_case("a byte order mark at the start of the file is ignored", ["\ufeff" + good, good])
     largest = f'{{"timestamp": 0, "input_length": {2**63 - 1}, "output_length": 0, "hash_ids": [1]}}'
     yield trace_case("refused at line 2: prompt tokens summing past 2**63 - 1", [largest, largest], block_size=2**63 - 1,
                      clauses=("REPLAY-RESULT-3", "REPLAY-TRACE-7"))

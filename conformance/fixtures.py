@@ -7,10 +7,11 @@ replays a corpus through any adapter, with nothing but the JSON.
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from kvspec.adapters.protocol import Blocks, Count, Entries, HashId, WireBenefitConfig, WireConfig, schema_text
 from kvspec.reference import SPEC_VERSION, KvspecError
@@ -131,13 +132,24 @@ class PrefixCase(Header):
 CASE: TypeAdapter[Any] = TypeAdapter(Annotated[ReplayCase | BenefitCase | TraceCase | ComparisonCase | PrefixCase, Field(discriminator="kind")])
 
 
+CASE_PATH_PATTERN = r"^(replay|benefit|trace|comparison|prefix)/[a-z]+-[0-9a-f]{16}\.json$"  # FIX-1, FIX-3
+CASE_PATH = re.compile(CASE_PATH_PATTERN)
+
+
 class ManifestEntry(Strict):
     id: str
     kind: Literal["replay", "benefit", "trace", "comparison", "prefix"]
-    path: str
+    path: Annotated[str, Field(pattern=CASE_PATH_PATTERN)]
     title: str
     clauses: list[str]
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+    @model_validator(mode="after")
+    def inside_the_corpus(self) -> "ManifestEntry":
+        """FIX-1: a case is at <kind>/<id>.json, never outside the corpus's folder."""
+        if self.path != f"{self.kind}/{self.id}.json":
+            raise ValueError(f"path {self.path!r} is not <kind>/<id>.json ({self.kind}/{self.id}.json)")
+        return self
 
 
 class Manifest(Strict):
@@ -169,6 +181,7 @@ def generate(directory: Path) -> list[Json]:
     (every file written whole); the manifest's entries."""
     from .output import written_whole
 
+    listed = previous_corpus(directory)
     corpus = cases()
     ids = [case["id"] for case in corpus]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -176,11 +189,10 @@ def generate(directory: Path) -> list[Json]:
         raise KvspecError(f"FIX-3: two cases are the same case: {', '.join(duplicates)}")
     entries = []
     texts = {f"{case['kind']}/{case['id']}.json": canonical(case) for case in corpus}
-    stale = retired(directory, texts)
     for kind in {case["kind"] for case in corpus}:
         (directory / kind).mkdir(parents=True, exist_ok=True)
-    for path in stale:
-        path.unlink()
+    for retired in sorted(listed - texts.keys()):
+        (directory / retired).unlink(missing_ok=True)
     for case in corpus:
         path = f"{case['kind']}/{case['id']}.json"
         with written_whole(directory / path) as temporary:
@@ -194,19 +206,23 @@ def generate(directory: Path) -> list[Json]:
     return entries
 
 
-def retired(directory: Path, texts: dict[str, str]) -> list[Path]:
-    """The cases of the corpus already in ``directory`` that the new one no longer holds. A JSON
-    file there that no manifest lists is someone else's: nothing is written, nothing deleted."""
+def previous_corpus(directory: Path) -> set[str]:
+    """The cases of the corpus already in ``directory``, which a new one replaces: those its
+    manifest lists, and files named as cases are (an interrupted run writes its cases before its
+    manifest). Anything else there is someone else's (a JSON file of another name, a manifest
+    that is not one), and then nothing is written or deleted."""
+    manifest = directory / "manifest.json"
     try:
-        listed = {entry.path for entry in Manifest.model_validate_json((directory / "manifest.json").read_bytes()).cases}
-    except (OSError, ValidationError):  # none there, or not a manifest: it lists nothing
-        listed = set()
-    found = {path.relative_to(directory).as_posix(): path for path in directory.glob("*/*.json")}
-    foreign = sorted(name for name in found if name not in texts and name not in listed)
+        listed = {entry.path for entry in Manifest.model_validate_json(manifest.read_bytes()).cases} if manifest.exists() else set()
+    except (OSError, ValidationError) as error:
+        raise KvspecError(f"{manifest}: FIX-1: not a {FORMAT} manifest, so {directory} is not a corpus to regenerate "
+                          f"({type(error).__name__}); give a new or empty folder, or the corpus itself") from None
+    found = sorted(path.relative_to(directory).as_posix() for path in [*directory.glob("*.json"), *directory.glob("*/*.json")])
+    foreign = [name for name in found if name not in listed and name != "manifest.json" and not CASE_PATH.match(name)]
     if foreign:
         raise KvspecError(f"{directory}: holds {foreign[0]}, which no manifest.json there lists: not a kvspec corpus to regenerate "
                           "(FIX-1); give a new or empty folder, or the corpus itself")
-    return [path for name, path in sorted(found.items()) if name not in texts]
+    return listed | {name for name in found if CASE_PATH.match(name)}
 
 
 def bundled_corpus() -> Path:

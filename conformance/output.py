@@ -68,7 +68,10 @@ def written_whole(given: Path, option: str = "") -> Iterator[Path]:
     directly (it has no partial state to hide)."""
     check_output(given, option)
     if is_stream(given):  # by its own name: /dev/stdout resolves to a pipe's, which no path opens
-        yield given
+        try:
+            yield given
+        except OSError as error:  # a full device, a pipe closed by its reader
+            raise refused(option, given, error.strerror or "cannot be written") from None
         return
     target = Path(os.path.realpath(given))
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else umask_mode()

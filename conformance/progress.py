@@ -8,9 +8,10 @@ from typing import TextIO
 
 class Progress:
     """Redraws ``label: NN % (detail)`` in place, first after ``delay`` seconds, at most ten
-    times a second, and only on a terminal: a pipe or a CI log gets nothing."""
+    times a second, and only on a terminal: a pipe or a CI log gets nothing. A fraction of None
+    (the length of standard input is unknown) draws no percentage."""
 
-    def __init__(self, label: str, fraction: Callable[[], float], stream: TextIO = sys.stderr, delay: float = 0.5) -> None:
+    def __init__(self, label: str, fraction: Callable[[], float | None], stream: TextIO = sys.stderr, delay: float = 0.5) -> None:
         self.label = label
         self.fraction = fraction
         self.stream = stream
@@ -27,7 +28,9 @@ class Progress:
             return
         self.next_draw = now + 0.1
         self.drawn = True
-        self.stream.write(f"\r{self.label}: {self.fraction() * 100:5.1f} % ({detail}, {now - self.started:.1f} s)\x1b[K")
+        fraction = self.fraction()
+        percent = "" if fraction is None else f"{fraction * 100:5.1f} % "
+        self.stream.write(f"\r{self.label}: {percent}({detail}, {now - self.started:.1f} s)\x1b[K")
         self.stream.flush()
 
     def close(self) -> None:

@@ -167,6 +167,22 @@ class ReplayResult(BaseModel):
     per_request: list[RequestResult] | None
 
 
+class RequestSink(Protocol):
+    """REPLAY-RESULT-2: where a replay puts each request's line as it is made, in trace order,
+    instead of a list (``kvspec replay --per-request`` spools them to a file). It keeps their
+    running sums, so that REPLAY-RESULT-3 is checked without keeping the lines."""
+
+    hit_tokens: int
+    prompt_tokens: int
+
+    def add(self, line: RequestResult) -> None: ...
+
+
+@require(lambda per_request, sink: not (per_request and sink is not None), "REPLAY-RESULT-2: the lines go to the result or to a sink")
+@ensure(
+    lambda sink, result: sink is None or (sink.hit_tokens, sink.prompt_tokens) == (result.total_hit_tokens, result.total_prompt_tokens),
+    "REPLAY-RESULT-3: the per-request lines given to the sink sum to the totals",
+)
 @ensure(
     lambda result: result.per_request is None or sum(r.hit_tokens for r in result.per_request) == result.total_hit_tokens,
     "REPLAY-RESULT-3: per-request hit tokens sum to the total",
@@ -183,20 +199,24 @@ def replay(
     path: str = "<trace>",
     per_request: bool = False,
     server: Server | None = None,
+    sink: RequestSink | None = None,
 ) -> ReplayResult:
-    """REPLAY-1: replay a trace's requests in order against one empty cache (``server``'s, when given)."""
+    """REPLAY-1: replay a trace's requests in order against one empty cache (``server``'s, when
+    given). ``per_request`` keeps every request's line in the result; a ``sink`` takes them one
+    at a time instead, so that memory does not grow with the trace."""
     if server is None:
         server = PolicyServer(make_policy(config), config.block_size)
     requests = total_hit_tokens = total_prompt_tokens = 0
     lines: list[RequestResult] | None = [] if per_request else None
+    add = lines.append if lines is not None else sink.add if sink is not None else None
     for line_number, record in records:
         check_block_count(path, line_number, record, config.block_size)
         total_prompt_tokens = checked_total(path, line_number, total_prompt_tokens + record.input_length)  # REPLAY-HIT-2
         hit = server.request(record.hash_ids, record.input_length)
         requests += 1
         total_hit_tokens += hit
-        if lines is not None:
-            lines.append(RequestResult(hit_tokens=hit, prompt_tokens=record.input_length))
+        if add is not None:
+            add(RequestResult(hit_tokens=hit, prompt_tokens=record.input_length))
     s3fifo = config.policy == "s3fifo"
     return ReplayResult(
         policy=config.policy,

@@ -4,8 +4,8 @@ Expected values are worked out by hand from the clause's words in the comments b
 Sizes are small integers so that the doubles involved are exact unless a test is about rounding.
 """
 
-from dataclasses import replace
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest

@@ -15,11 +15,11 @@ import pytest
 from kvspec.adapters import Implementation, load_adapter
 from kvspec.conformance.benefit_machine import ABOVE_SMALL_INTS, WIDE, WIDE_ALONE, BenefitMachine, benefit_machine_for, probe_divergence
 from kvspec.conformance.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical
+from kvspec.conformance.certify import certify_policy
 from kvspec.conformance.lockstep import Divergence
+from kvspec.conformance.report import Report
 from kvspec.conformance.strategies import KEY_NUMBERINGS
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.report import Report
 
 from support import certify_report
 

@@ -11,6 +11,7 @@ import pytest
 
 from kvspec.conformance import cli
 from kvspec.conformance.progress import Progress
+from kvspec.reference import ReplayConfig, TraceFile, replay
 
 REQUEST = {"timestamp": 0, "input_length": 1000, "output_length": 1}
 
@@ -150,6 +151,13 @@ def test_progress_draws_only_on_a_terminal_after_its_delay_and_clears_its_line()
     assert pipe.getvalue() == ""
 
 
+def test_progress_on_standard_input_draws_no_percentage() -> None:
+    """The length of standard input is unknown: its fraction is None, and no percentage is made up."""
+    terminal = Terminal()
+    Progress("replaying <stdin>", lambda: None, stream=terminal, delay=0.0).update("10 requests")
+    assert terminal.getvalue().startswith("\rreplaying <stdin>: (10 requests, ")
+
+
 def test_a_gzip_trace_and_its_plain_text_give_the_same_result(tmp_path: Path) -> None:
     """REPLAY-TRACE-6 through the CLI."""
     import gzip
@@ -173,3 +181,83 @@ def test_REPLAY_RESULT_3_totals_past_2_63_are_refused_at_the_line_that_passes_th
                              f"{2 * largest}, past 2^63 - 1, the largest total a result holds\n")
     trace.write_text(line)
     assert json.loads(kvspec("replay", str(trace), "--block-size", str(largest)).stdout)["total_prompt_tokens"] == largest
+
+
+def limited_memory() -> None:
+    """1 GiB of address space for a child: a reader that held a whole endless line would fail, not fill the machine."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+
+def test_REPLAY_TRACE_8_dev_zero_ends_promptly_with_one_error_line() -> None:
+    """REPLAY-TRACE-8: a file without line feeds is refused once the bound is read, in bounded memory."""
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "replay", "/dev/zero"], capture_output=True, text=True, timeout=60,
+                         preexec_fn=limited_memory, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr == "kvspec: error: /dev/zero:1: field (line): REPLAY-TRACE-8: line longer than 16,777,216 bytes\n"
+
+
+def test_a_folder_given_as_the_trace_is_one_error_line(tmp_path: Path) -> None:
+    run = kvspec("replay", str(tmp_path), contracts="0")
+    assert (run.returncode, run.stdout, run.stderr) == (1, "", f"kvspec: error: {tmp_path}: is a folder, not a trace file\n")
+
+
+def test_dash_replays_standard_input_plain_or_gzip(tmp_path: Path) -> None:
+    """REPLAY-TRACE-6 on standard input: recognised by content; the same result as from the file."""
+    import gzip
+
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2], [1, 2], [1, 3])
+    expected = kvspec("replay", str(trace), "--capacity", "10", "--per-request").stdout
+    for data in (trace.read_bytes(), gzip.compress(trace.read_bytes())):
+        run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "replay", "-", "--capacity", "10", "--per-request"], input=data,
+                             capture_output=True, timeout=300)
+        assert (run.returncode, run.stdout.decode(), run.stderr) == (0, expected, b"")
+
+
+def test_sweep_refuses_standard_input_which_it_would_read_once_per_configuration(tmp_path: Path) -> None:
+    """A second read of standard input would find it empty and replay nothing: an error instead."""
+    trace = small_trace(tmp_path / "t.jsonl", [1, 2])
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "sweep", "-", "--policy", "lru", "--capacities", "8,16"],
+                         input=trace.read_text(), capture_output=True, text=True, timeout=300)
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr.startswith("kvspec: error: -: standard input can be read once") and run.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("policy", ["s3fifo", "lru"])
+@pytest.mark.parametrize("requests", [0, 1, 3])
+def test_REPLAY_RESULT_2_the_streamed_per_request_json_is_pydantics_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, requests: int
+) -> None:
+    """REPLAY-RESULT-2: --per-request spools its lines and writes the JSON around them; stdout and
+    --output hold what model_dump_json(indent=2, exclude_none=True) gives for the whole result."""
+    trace = small_trace(tmp_path / "t.jsonl", *[[1, 2], [1, 2], [1, 3]][:requests])
+    kept = replay(TraceFile(trace).records(), ReplayConfig(policy=policy, capacity=10), path=str(trace), per_request=True)  # type: ignore[arg-type]
+    expected = kept.model_dump_json(indent=2, exclude_none=True) + "\n"
+    assert cli.main(["replay", str(trace), "--policy", policy, "--capacity", "10", "--per-request"]) == 0
+    assert capsys.readouterr().out == expected
+    assert cli.main(["replay", str(trace), "--policy", policy, "--capacity", "10", "--per-request", "--output", str(tmp_path / "out.json")]) == 0
+    assert (tmp_path / "out.json").read_text() == expected
+
+
+def python_peak_mib(trace: Path, *args: str) -> float:
+    """The peak of a `kvspec replay`'s Python allocations (tracemalloc, after the imports), contracts off."""
+    code = ("import sys, tracemalloc\nfrom kvspec.conformance.cli import main\ntracemalloc.start()\nstatus = main(sys.argv[1:])\n"
+            "print(tracemalloc.get_traced_memory()[1] / 2**20, file=sys.stderr)\nsys.exit(status)")
+    run = subprocess.run([sys.executable, "-c", code, "replay", str(trace), *args], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert run.returncode == 0, run.stderr
+    return float(run.stderr)
+
+
+def test_REPLAY_RESULT_2_per_request_memory_does_not_grow_with_the_trace(tmp_path: Path) -> None:
+    """REPLAY-RESULT-2, REPLAY-RESULT-3: the lines go to a temporary file as they are made, the
+    sums checked as they go: 100,000 requests take no more memory than 10,000 (a list of them
+    took some 55 MiB more)."""
+    line = '{{"timestamp": 0, "input_length": 1, "output_length": 0, "hash_ids": [{}]}}\n'
+    for count in (10_000, 100_000):
+        (tmp_path / f"{count}.jsonl").write_text("".join(line.format(i % 5000) for i in range(count)))
+    options = ("--policy", "lru", "--capacity", "64", "--block-size", "1", "--per-request", "--output", str(tmp_path / "out.json"))
+    small, large = (python_peak_mib(tmp_path / f"{count}.jsonl", *options) for count in (10_000, 100_000))
+    assert large < small + 2, (small, large)
+    assert json.loads((tmp_path / "out.json").read_text())["per_request"][-1] == {"hit_tokens": 0, "prompt_tokens": 1}

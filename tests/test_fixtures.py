@@ -52,18 +52,27 @@ def test_FIX_5_the_corpus_regenerates_byte_for_byte(tmp_path: Path) -> None:
 
 def test_FIX_5_regenerating_retires_the_cases_the_manifest_listed_and_deletes_nothing_else(tmp_path: Path) -> None:
     assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    retired = {**manifest["cases"][0], "id": "replay-0000000000000000", "path": "replay/replay-0000000000000000.json"}
+    generated = (tmp_path / "manifest.json").read_bytes()
+    manifest = json.loads(generated)
+    retired = {**manifest["cases"][0], "id": "replay-0000000000000000", "kind": "replay", "path": "replay/replay-0000000000000000.json"}
     (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "cases": [retired, *manifest["cases"]]}))
     (tmp_path / retired["path"]).write_text("{}")
     assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
-    assert not (tmp_path / retired["path"]).exists() and (tmp_path / "manifest.json").read_bytes() == (CORPUS / "manifest.json").read_bytes()
+    assert not (tmp_path / retired["path"]).exists() and (tmp_path / "manifest.json").read_bytes() == generated
     foreign = tmp_path / "replay" / "mine.json"
     foreign.write_text("{}")
     run = kvspec("fixtures", "generate", str(tmp_path))
     assert run.returncode == 1 and run.stderr == (f"kvspec: error: {tmp_path}: holds replay/mine.json, which no manifest.json there lists: "
                                                   "not a kvspec corpus to regenerate (FIX-1); give a new or empty folder, or the corpus itself\n")
     assert foreign.read_text() == "{}"
+
+
+def test_FIX_1_a_case_path_that_is_not_kind_slash_id_is_refused(tmp_path: Path) -> None:
+    entry = read_manifest(CORPUS)[0]
+    for path in ("../outside.json", f"{entry['kind']}/{entry['id']}.JSON", f"trace/{entry['id']}.json"):
+        (tmp_path / "manifest.json").write_text(json.dumps({"format": FORMAT, "spec_version": "0.1.0", "cases": [{**entry, "path": path}]}))
+        with pytest.raises(KvspecError, match="FIX-1: not a kvspec-fixture/1 manifest: cases.0"):
+            read_manifest(tmp_path)
 
 
 def test_FIX_2_a_manifest_of_no_case_is_refused(tmp_path: Path) -> None:

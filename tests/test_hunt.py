@@ -4,23 +4,31 @@ counterexamples become fixtures."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kvspec.conformance import cli, hunt
 from kvspec.conformance.fixture_runner import read_manifest
-from kvspec.conformance.hunt import HUNTED, arguments, in_domain, no_min_clamp_hit_tokens, spec_hit_tokens
+from kvspec.conformance.hunt import CALL, HUNTED, arguments, diffs, in_domain, no_min_clamp_hit_tokens, problems, spec_hit_tokens
 from kvspec.conformance.seed_rules import RULES, as_written, seed_caps_are_valid
-from kvspec.reference import s3fifo
+from kvspec.reference import KvspecError, s3fifo
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
+def kvspec(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+                          env={**os.environ, "KVSPEC_CONTRACTS": "0", **env})
+
+
+def refused(run: subprocess.CompletedProcess[str], pattern: str) -> None:
+    """Exit 1, nothing on stdout, and one line on stderr: `kvspec: error: hunt: ` and ``pattern``."""
+    assert run.returncode == 1 and run.stdout == "", run.stdout + run.stderr
+    assert len(run.stderr.splitlines()) == 1 and re.fullmatch(f"kvspec: error: hunt: {pattern}", run.stderr.rstrip("\n")), run.stderr
 
 
 def test_hunt_as_written_finds_the_degenerate_small_cap_of_F_1() -> None:
@@ -78,3 +86,118 @@ def test_hunt_diff_takes_any_pair_and_records_only_what_makes_a_fixture(tmp_path
         raise AssertionError("recorded a counterexample no fixture can hold")
     assert record([Counterexample("as-written", "first_access", {"capacity": 3, "small_ratio": 0.1}, "StopIteration:", "c", 1.0)]) == 1
     assert json.loads((tmp_path / "conformance" / "hunted.json").read_text())[0]["args"] == {"capacity": 3, "small_ratio": 0.1}
+
+
+# A search that did not run is an error (exit 1, one line), never "0 counterexamples". The outputs
+# below are CrossHair's own (crosshair-tool 0.0.113), measured.
+
+AS_WRITTEN = r"crosshair check --report_all --per_condition_timeout [^ ]+ kvspec\.conformance\.seed_rules: "
+
+
+def test_hunt_without_crosshair_is_an_error(tmp_path: Path) -> None:
+    """Not installed (crosshair-tool is only in the test extra), and installed but failing to import."""
+    (tmp_path / "absent").mkdir()
+    (tmp_path / "absent" / "sitecustomize.py").write_text('import sys\nsys.modules["crosshair"] = None\n')
+    refused(kvspec("hunt", "check", PYTHONPATH=str(tmp_path / "absent")),
+            r"crosshair check .+: CrossHair is not installed \(pip install crosshair-tool\)")
+    (tmp_path / "broken" / "crosshair").mkdir(parents=True)
+    (tmp_path / "broken" / "crosshair" / "__init__.py").write_text('raise ImportError("libz3.so: cannot open shared object file")\n')
+    refused(kvspec("hunt", "check", PYTHONPATH=str(tmp_path / "broken")),
+            r"crosshair check .+: the search did not run \(CrossHair status 1\): ImportError: libz3\.so: cannot open shared object file")
+
+
+@pytest.mark.parametrize(("pair", "reason"), [
+    (("nosuch.f", "nosuch.g"), (r"\(CrossHair status 2\): Unable to load \"nosuch\.f\": NotFound: Module 'nosuch' was not found; "
+                                r"Unable to load \"nosuch\.g\": .+")),
+    (("kvspec.conformance.hunt.nosuch", "kvspec.conformance.hunt.spec_hit_tokens"),  # CrossHair's traceback: its exception's line
+     r"\(CrossHair status 1\): crosshair\.fnutil\.NotFound: Name \"nosuch\" not found on object .+"),
+    (("kvspec.conformance.hunt", "kvspec.conformance.hunt.spec_hit_tokens"),
+     r"\(CrossHair status 2\): \"kvspec\.conformance\.hunt\" does not target a function\."),
+])
+def test_hunt_diff_of_a_pair_that_does_not_load_is_an_error(pair: tuple[str, str], reason: str) -> None:
+    refused(kvspec("hunt", "diff", "--pair", *pair), re.escape(f"crosshair diffbehavior --per_condition_timeout 10 {' '.join(pair)}: ")
+            + r"the search did not run " + reason)
+
+
+@pytest.mark.parametrize("option", ["--budget", "--per-condition"])
+@pytest.mark.parametrize(("value", "shown"), [("nan", "nan"), ("inf", "inf"), ("-1", "-1"), ("0", "0"), ("3e6", "3e+06")])
+def test_hunt_seconds_are_finite_and_positive(option: str, value: str, shown: str) -> None:
+    """And at most 2**31 // 1000: subprocess waits in poll(), whose timeout is a C int of milliseconds."""
+    refused(kvspec("hunt", "diff", option, value), re.escape(f"{option} {shown}: must be a finite number of seconds > 0 and <= 2147483"))
+
+
+def test_hunt_whose_budget_ends_first_is_an_error() -> None:
+    """CrossHair reports only when the whole search has ended: a killed search found nothing we can know of."""
+    refused(kvspec("hunt", "as-written", "--budget", "0.3"),
+            AS_WRITTEN + r"the budget of 0\.3 s ran out before CrossHair ended the search.+")
+
+
+def test_hunt_that_tries_no_input_is_an_error() -> None:
+    """--per-condition over before any input met a precondition: CrossHair says "Unable to meet
+    precondition" for every condition, with status 0."""
+    refused(kvspec("hunt", "as-written", "--per-condition", "1e-9"),
+            AS_WRITTEN + r"the search did not run \(CrossHair status 0\): CrossHair tried no condition on any input .+")
+
+
+def test_hunt_of_targets_without_contracts_is_an_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """CrossHair finds nothing to check, warns, and exits 0."""
+    monkeypatch.setattr(hunt, "AS_WRITTEN_TARGETS", ["kvspec.conformance.hunt.in_domain"])
+    assert cli.main(["hunt", "as-written", "--budget", "120"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [("kvspec: error: hunt: crosshair check --report_all --per_condition_timeout 10 "
+                                               "kvspec.conformance.hunt.in_domain: the search did not run (CrossHair status 0): "
+                                               "WARNING: Targets found, but contain no checkable functions.")]
+
+
+def completed(status: int, stdout: str, stderr: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(["crosshair"], status, stdout, stderr)
+
+
+def test_a_status_is_read_only_with_the_report_it_comes_with() -> None:
+    """Outputs CrossHair gives rarely, or only when it breaks, each with the status it comes with."""
+    pair = ("m.f", "m.g")
+    not_run = [
+        lambda: diffs(completed(0, "No differences found. (attempted 0 iterations)\n"), "c", pair, 1.0),
+        lambda: diffs(completed(0, ""), "c", pair, 1.0),
+        lambda: diffs(completed(1, "", "Traceback (most recent call last):\n  ...\nRuntimeError: z3 crashed\n"), "c", pair, 1.0),
+        lambda: diffs(completed(1, "Given: (x=1),\n"), "c", pair, 1.0),  # a difference without its two results
+        lambda: diffs(completed(2, "Given: (x=1),\n  m.f : returns 1\n  m.g : returns 2\n",
+                                "Repeated executions are not behaving deterministically.\n"), "c", pair, 1.0),
+        lambda: problems(completed(1, "m.py:3: error: SyntaxError: invalid syntax\n"), "check", "c", 1.0),  # a condition not analysed
+        lambda: problems(completed(1, "m.py:3: info: Not confirmed.\n"), "check", "c", 1.0),  # 1 without a problem: a crash
+        lambda: problems(completed(-9, ""), "check", "c", 1.0),
+    ]
+    for search in not_run:
+        with pytest.raises(KvspecError, match=r"^hunt: c: ") as error:
+            search()
+        assert "\n" not in str(error.value)
+    killed = "hunt: c: the search did not run (CrossHair signal 9): CrossHair tried no condition on any input"
+    assert str(pytest.raises(KvspecError, not_run[-1]).value).startswith(killed)
+    assert diffs(completed(0, "No differences found. (attempted 4 iterations)\n"), "c", pair, 1.0) == []
+    given = completed(1, "Given: (x=(1, 2)),\n  m.f : returns 1\n  m.g : returns 2\n")
+    assert [c.args for c in diffs(given, "c", pair, 1.0)] == [{"x": "(1, 2)"}]
+
+
+def test_a_counterexample_is_never_lost_to_its_format() -> None:
+    """Found by `kvspec hunt check` here: CrossHair's RecursionError on an S3FIFO state, a repr, not a literal."""
+    line = ("/k/reference/s3fifo.py:148: error: RecursionError: maximum recursion depth exceeded in comparison when calling "
+            "admit_to_small(S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False}), 5)")
+    [found] = problems(completed(1, line + "\n"), "check", "c", 1.0)
+    assert found.function == "admit_to_small"
+    assert found.args == {"arg0": "S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False})", "arg1": 5}
+    returns = CALL.match("/k/m.py:3: error: false when calling total(x=[1, 2], y=True) (which returns 13)")
+    assert returns and returns["function"] == "total" and arguments(returns["args"]) == {"x": "[1, 2]", "y": True}
+    assert arguments("<object at 0x7f>") == {"arguments": "<object at 0x7f>"} and arguments("1), g(2") == {"arguments": "1), g(2"}
+    assert arguments("64, 0.0078125", ["capacity", "small_ratio"]) == {"capacity": 64, "small_ratio": 0.0078125}
+
+
+def test_hunt_record_that_refuses_writes_nothing_at_all(tmp_path: Path) -> None:
+    """A counterexample no fixture can hold: the refusal is the only output, after the search."""
+    (tmp_path / "conformance").mkdir()
+    (tmp_path / "pair.py").write_text("def f(x: int) -> int:\n    return x\n\n\ndef g(x: int) -> int:\n    return 0 if x == 3 else x\n")
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "hunt", "diff", "--pair", "pair.f", "pair.g", "--record"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert run.returncode == 1 and run.stdout == "", run.stdout + run.stderr
+    assert run.stderr.count("\n") == 1
+    assert run.stderr.startswith("kvspec: error: hunt --record: no fixture is made from the arguments of pair.f ")
+    assert list((tmp_path / "conformance").iterdir()) == []

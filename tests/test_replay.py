@@ -10,7 +10,19 @@ import icontract
 import pytest
 from typeguard import suppress_type_checks
 
-from kvspec.reference import FIFO, LRU, POLICIES, S3FIFO, ConfigError, ReplayConfig, TraceRecord, make_policy, replay, replay_request
+from kvspec.reference import (
+    FIFO,
+    LRU,
+    POLICIES,
+    S3FIFO,
+    ConfigError,
+    ReplayConfig,
+    RequestResult,
+    TraceRecord,
+    make_policy,
+    replay,
+    replay_request,
+)
 from kvspec.reference.queues import pop_head, requeue
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
@@ -207,3 +219,37 @@ def test_the_per_request_state_invariants_are_a_contract_of_replay_request() -> 
 def test_REPLAY_INV_1_hit_tokens_never_exceed_the_prompt() -> None:
     """REPLAY-INV-1: 2**20 blocks of 2**20 tokens hit, yet the prompt has one token: 1."""
     assert hit_tokens(2**20, 2**20, 1) == 1
+
+
+class Sink:
+    """A RequestSink that keeps what it is given; ``skew`` miscounts its hit-token sum."""
+
+    def __init__(self, skew: int = 0) -> None:
+        self.lines: list[RequestResult] = []
+        self.hit_tokens = self.prompt_tokens = 0
+        self.skew = skew
+
+    def add(self, line: RequestResult) -> None:
+        self.lines.append(line)
+        self.hit_tokens += line.hit_tokens + self.skew
+        self.prompt_tokens += line.prompt_tokens
+
+
+def test_REPLAY_RESULT_2_a_sink_takes_the_lines_one_at_a_time_in_trace_order() -> None:
+    """REPLAY-RESULT-2: the lines per_request=True keeps, given to the sink instead, none kept in the result."""
+    config = ReplayConfig(policy="lru", capacity=10, block_size=4)
+    sink = Sink()
+    result = replay(TRACE, config, sink=sink)
+    kept = replay(TRACE, config, per_request=True)
+    assert result.per_request is None and sink.lines == kept.per_request
+    assert result == kept.model_copy(update={"per_request": None})
+
+
+def test_REPLAY_RESULT_3_the_sums_a_sink_keeps_are_checked_against_the_totals() -> None:
+    """REPLAY-RESULT-3, checked as the lines go rather than over a list of them; REPLAY-RESULT-2:
+    the lines go to the result or to a sink, not both."""
+    config = ReplayConfig(policy="lru", capacity=10, block_size=4)
+    with pytest.raises(icontract.ViolationError, match="REPLAY-RESULT-3"):
+        replay(TRACE, config, sink=Sink(skew=1))
+    with pytest.raises(icontract.ViolationError, match="REPLAY-RESULT-2"):
+        replay(TRACE, config, per_request=True, sink=Sink())

@@ -1,14 +1,16 @@
-"""REPLAY-TRACE-1 to REPLAY-TRACE-6: the Mooncake trace reader, and the vendored traces."""
+"""REPLAY-TRACE-1 to REPLAY-TRACE-8: the Mooncake trace reader, and the vendored traces."""
 
 import gzip
 import hashlib
 import json
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
 
-from kvspec.reference import ReplayConfig, TraceError, TraceFile, TraceRecord, bundled_trace_path, replay
-from kvspec.reference.trace import parse_line
+from kvspec.reference import KvspecError, ReplayConfig, TraceError, TraceFile, TraceRecord, bundled_trace_path, replay
+from kvspec.reference.trace import MAX_LINE_BYTES, parse_line
 
 GOOD = {"timestamp": 0, "input_length": 1000, "output_length": 10, "hash_ids": [1, 2]}
 
@@ -156,6 +158,108 @@ def test_REPLAY_TRACE_6_a_truncated_gzip_file_is_refused_at_the_line_reading_fai
 def test_a_missing_trace_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="cannot read the trace"):
         TraceFile(tmp_path / "nowhere.jsonl")
+
+
+def test_a_folder_is_not_a_trace_file(tmp_path: Path) -> None:
+    """Refused when the trace is named, before any work, as a folder rather than as a file that cannot be read."""
+    with pytest.raises(KvspecError) as caught:
+        TraceFile(tmp_path)
+    assert str(caught.value) == f"{tmp_path}: is a folder, not a trace file"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"{", "Invalid JSON: EOF while parsing an object at column 1"),
+        (b'{"timestamp": 0, "input_length": 1000x}', "Invalid JSON: expected `,` or `}` at column 38"),
+        (b'{"timestamp": 0,\n', "Invalid JSON: EOF while parsing a value at the end of the line"),
+    ],
+)
+def test_REPLAY_TRACE_1_a_json_error_names_one_line_and_its_column(raw: bytes, message: str) -> None:
+    """REPLAY-TRACE-1, REPLAY-TRACE-7: the trace's line number only, never pydantic's `at line 1 column K` beside it."""
+    assert str(refusal(raw)) == f"t.jsonl:7: field (line): REPLAY-TRACE-1: {message}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (b', "timestamp": 0', "timestamp"),
+        (b', "hash_ids": [3, 4]', "hash_ids"),
+        (b', "\\u0074imestamp": 5', "timestamp"),
+        (b', "input_length": "x", "input_length": 1000', "input_length"),
+    ],
+)
+def test_REPLAY_TRACE_1_a_key_given_twice_is_refused(extra: bytes, field: str) -> None:
+    """REPLAY-TRACE-1: exactly four fields, each once, even where the last value would be valid
+    (pydantic alone keeps the last); an escape spells the same key."""
+    error = refusal(line()[:-1] + extra + b"}")
+    assert str(error) == f"t.jsonl:7: field {field}: REPLAY-TRACE-1: duplicate key"
+
+
+def test_REPLAY_TRACE_1_an_escaped_key_given_once_is_accepted() -> None:
+    """REPLAY-TRACE-1: the quick check counts quotes, and an escape changes none of them."""
+    assert parse_line("t.jsonl", 1, line().replace(b'"timestamp"', b'"\\u0074imestamp"')) == TraceRecord(**GOOD)
+
+
+def test_REPLAY_TRACE_1_a_byte_order_mark_is_ignored_at_the_start_of_the_file_only(tmp_path: Path) -> None:
+    """REPLAY-TRACE-1: EF BB BF before line 1 (plain or gzip) is dropped; before any other line it is refused."""
+    marked = b"\xef\xbb\xbf" + line() + b"\n" + line(hash_ids=[1, 3]) + b"\n"
+    (tmp_path / "plain.jsonl").write_bytes(marked)
+    (tmp_path / "packed.jsonl").write_bytes(gzip.compress(marked))
+    expected = list(TraceFile(write_trace(tmp_path / "unmarked.jsonl", [line(), line(hash_ids=[1, 3])])).records())
+    assert list(TraceFile(tmp_path / "plain.jsonl").records()) == list(TraceFile(tmp_path / "packed.jsonl").records()) == expected
+    with pytest.raises(TraceError) as caught:
+        list(TraceFile(write_trace(tmp_path / "inside.jsonl", [line(), b"\xef\xbb\xbf" + line()])).records())
+    assert (caught.value.line, caught.value.field, caught.value.clause) == (2, "(line)", "REPLAY-TRACE-1")
+
+
+def padded(size: int) -> bytes:
+    """A valid line of exactly ``size`` bytes: the JSON, then spaces."""
+    return line() + b" " * (size - len(line()))
+
+
+def test_REPLAY_TRACE_8_a_line_of_16_MiB_is_read_and_one_byte_more_is_refused(tmp_path: Path) -> None:
+    """REPLAY-TRACE-8: the bound counts the line's bytes, not its line feed; the error names the line and the bound."""
+    path = write_trace(tmp_path / "t.jsonl", [line(), padded(MAX_LINE_BYTES)])
+    assert [number for number, _ in TraceFile(path).records()] == [1, 2]
+    path = write_trace(tmp_path / "t.jsonl", [line(), padded(MAX_LINE_BYTES + 1)])
+    with pytest.raises(TraceError) as caught:
+        list(TraceFile(path).records())
+    assert str(caught.value) == f"{path}:2: field (line): REPLAY-TRACE-8: line longer than 16,777,216 bytes"
+
+
+def test_REPLAY_TRACE_8_a_small_gzip_file_of_one_endless_line_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    """REPLAY-TRACE-8: 256 MiB of line in a gzip file of a few hundred KB; the reader holds at most
+    the bound of it, so the run's Python allocations stay well below the line's length."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: a gzip stream
+    path = tmp_path / "endless.jsonl.gz"
+    path.write_bytes(b"".join(packer.compress(b"a" * 2**20) for _ in range(256)) + packer.flush())
+    tracemalloc.start()
+    try:
+        with pytest.raises(TraceError) as caught:
+            list(TraceFile(path).records())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (caught.value.line, caught.value.clause) == (1, "REPLAY-TRACE-8")
+    assert peak < 3 * MAX_LINE_BYTES
+
+
+def test_standard_input_is_named_dash_has_no_fraction_and_is_read_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`-` reads standard input, gzip or plain by content (REPLAY-TRACE-6); a second read is
+    refused rather than finding it empty, and its errors name `<stdin>`."""
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(gzip.compress(line() + b"\n" + line(extra=1) + b"\n"))
+    with path.open("rb") as stdin:
+        monkeypatch.setattr("sys.stdin", stdin)
+        trace = TraceFile("-")
+        assert trace.fraction_read() is None
+        records = trace.records()
+        assert next(records) == (1, TraceRecord(**GOOD))
+        with pytest.raises(TraceError, match="^<stdin>:2: field extra: REPLAY-TRACE-1: "):
+            next(records)
+        with pytest.raises(KvspecError, match="^-: standard input can be read once"):
+            next(trace.records())
 
 
 def sha256_of_decompressed(name: str) -> str:
