@@ -1,0 +1,87 @@
+"""Dependencies point one way (issue 13): the reference imports nothing of kvspec's above it, the
+adapters nothing of the conformance tooling, and no modules import each other in a circle, lazy
+imports inside functions included (they hide a cycle from Python, not from a reader)."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {"kvspec.reference": ROOT / "reference", "kvspec.adapters": ROOT / "adapters", "kvspec.conformance": ROOT / "conformance"}
+# Being cut by issue 13; a new cycle fails the test, and so does this one once it is gone.
+KNOWN_CYCLES = [{"kvspec.conformance.fixture_cases", "kvspec.conformance.fixtures"}]
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the three layers, by its dotted name."""
+    found = {}
+    for package, folder in LAYERS.items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            found[".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])] = path
+    return found
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The kvspec modules ``name`` imports anywhere in its file: at the top, in functions, under TYPE_CHECKING."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            targets.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
+    return {target for target in targets if target in known and target != name}
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imported(name, path, set(found)) for name, path in found.items()}
+
+
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in edges[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def cycles(edges: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of modules that import each other, directly or not (strongly connected components of two or more)."""
+    reach = {name: reachable(edges, name) for name in edges}
+    groups: list[set[str]] = []
+    for name in sorted(edges):
+        group = {name} | {other for other in reach[name] if name in reach[other]}
+        if len(group) > 1 and group not in groups:
+            groups.append(group)
+    return groups
+
+
+def layer(name: str) -> int:
+    return next(rank for rank, package in enumerate(LAYERS) if name == package or name.startswith(package + "."))
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = sorted(f"{name} imports {target}" for name, targets in graph().items() for target in targets if layer(target) > layer(name))
+    assert upward == []
+
+
+def test_no_modules_import_each_other_in_a_circle_but_the_known_one() -> None:
+    assert sorted(map(sorted, cycles(graph()))) == sorted(map(sorted, KNOWN_CYCLES))
+
+
+def test_the_cycle_finder_sees_a_cycle_through_three_modules_and_none_in_a_chain() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_the_graph_sees_relative_lazy_and_package_imports() -> None:
+    edges = graph()
+    assert "kvspec.conformance.fixture_cases" in edges["kvspec.conformance.fixtures"]  # a lazy import, in cases()
+    assert "kvspec.reference.errors" in edges["kvspec.reference"]  # from .errors import ..., in a package's __init__
+    assert "kvspec.reference.benefit" in edges["kvspec.conformance.benefit_machine"]  # from kvspec.reference.benefit import ...
