@@ -55,8 +55,7 @@ def read_manifest(directory: Path) -> list[Json]:
         return [entry.model_dump() for entry in Manifest.model_validate(manifest).cases]
     except ValidationError as error:
         first = error.errors()[0]
-        place = first["loc"][:1] in ((), ("format",)) or first["loc"][2:3] == ("path",) or "is not <kind>/<id>.json" in first["msg"]
-        clause = "FIX-1" if place else "FIX-2"
+        clause = "FIX-1" if first["loc"][:1] in ((), ("format",)) or first["loc"][2:3] == ("path",) else "FIX-2"
         given = f", not {first['input']!r}" if isinstance(first["input"], str) else ""
         raise KvspecError(f"{path}: {clause}: not a {FORMAT} manifest: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}{given}") from None
 

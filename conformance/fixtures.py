@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, field_validator
 
 from kvspec.adapters.protocol import Blocks, Count, Entries, HashId, WireBenefitConfig, WireConfig, schema_text
 from kvspec.reference import SPEC_VERSION, KvspecError
@@ -144,12 +144,14 @@ class ManifestEntry(Strict):
     clauses: list[str]
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
-    @model_validator(mode="after")
-    def inside_the_corpus(self) -> "ManifestEntry":
+    @field_validator("path")
+    @classmethod
+    def inside_the_corpus(cls, path: str, fields: ValidationInfo) -> str:
         """FIX-1: a case is at <kind>/<id>.json, never outside the corpus's folder."""
-        if self.path != f"{self.kind}/{self.id}.json":
-            raise ValueError(f"path {self.path!r} is not <kind>/<id>.json ({self.kind}/{self.id}.json)")
-        return self
+        expected = f"{fields.data.get('kind')}/{fields.data.get('id')}.json"
+        if path != expected:
+            raise ValueError(f"path {path!r} is not <kind>/<id>.json ({expected})")
+        return path
 
 
 class Manifest(Strict):
