@@ -152,7 +152,7 @@ def failing(problem: str) -> Callable[[], Any]:
 
 def checked(factory_name: str, adapter: Any) -> Any:
     """PROTO-18: what the factory returned has the Adapter interface (or the BenefitAdapter one)."""
-    common = [name for name in ("identity", "level", "close") if not hasattr(adapter, name)]
+    common = [name for name in ("identity", "level", "policies", "close") if not hasattr(adapter, name)]
     replay = [name for name in REPLAY_METHODS if not hasattr(adapter, name)]
     benefit = [name for name in BENEFIT_METHODS if not hasattr(adapter, name)]
     if common or (replay and benefit):

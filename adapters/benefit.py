@@ -46,6 +46,7 @@ class BenefitAdapter(Protocol):
 
     identity: Identity
     level: Level
+    policies: tuple[str, ...]  # PROTO-6: "benefit" among them
 
     def configure_benefit(self, config: BenefitConfig) -> None:
         """An empty policy for ``config`` (replacing any earlier one), or ConfigRefused (BEN-CONF-8)."""

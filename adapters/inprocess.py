@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from kvspec.reference import ALL_POLICIES
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
@@ -32,7 +33,6 @@ from .wire import as_received, cap_json, cap_of, decision_json, decision_of, sta
 T = TypeVar("T")
 MAIN_THREAD = threading.main_thread().ident
 LEVELS = ("results", "state")
-POLICY_NAMES = ("s3fifo", "lru", "fifo", "benefit")
 DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
 VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
@@ -134,11 +134,11 @@ class InProcessAdapter:
         self.level: Level = self._guard("level", lambda: self._inner.level, timeout=start_timeout)
         if self.level not in LEVELS:
             self._fail("level", f"level is {described(self.level)}, not one of {', '.join(LEVELS)}", "PROTO-6")
-        self.policies: tuple[str, ...] = self._guard("policies", lambda: tuple(getattr(self._inner, "policies", POLICY_NAMES[:3])),
+        self.policies: tuple[str, ...] = self._guard("policies", lambda: tuple(self._inner.policies),
                                                      timeout=start_timeout)
-        unknown = [policy for policy in self.policies if policy not in POLICY_NAMES]
+        unknown = [policy for policy in self.policies if policy not in ALL_POLICIES]
         if not self.policies or unknown:
-            self._fail("policies", f"policies is {described(self.policies)}: at least one of {', '.join(POLICY_NAMES)}, and no other",
+            self._fail("policies", f"policies is {described(self.policies)}: at least one of {', '.join(ALL_POLICIES)}, and no other",
                        "PROTO-6")
 
     @property

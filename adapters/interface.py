@@ -9,8 +9,9 @@ request's blocks in order, then reads the resident count and, at the ``state`` l
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from kvspec.reference.replay import PolicyName
+
 Level = Literal["results", "state"]
-PolicyName = Literal["s3fifo", "lru", "fifo"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Adapter(Protocol):
 
     identity: Identity
     level: Level
+    policies: tuple[str, ...]  # PROTO-6: the policies it implements, among spec/replay.md's and spec/benefit.md's
 
     def configure(self, config: AdapterConfig) -> None:
         """Build an empty cache for ``config`` (replacing any earlier one), or raise ConfigRefused."""

@@ -217,6 +217,8 @@ Request = Annotated[
     Field(discriminator="cmd"),
 ]
 REQUEST: TypeAdapter[Any] = TypeAdapter(Request)
+BENEFIT_REQUESTS = (ConfigureBenefitRequest, ConsiderAdmissionRequest, RecordHitRequest, RecordMissRequest, ObservePressureRequest,
+                    ChooseVictimsRequest, SelectProbationCapVictimsRequest, RemoveRequest, BenefitStateRequest)
 
 
 # Replies (implementation -> kvspec) ------------------------------------------------------------

@@ -4,7 +4,7 @@ It drives kvspec.reference exactly as the replay does (spec/replay.md): the pref
 REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, block by block.
 """
 
-from kvspec.reference import FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
+from kvspec.reference import ALL_POLICIES, FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
 from .benefit import ReferenceBenefitAdapter
@@ -25,7 +25,7 @@ class ReferenceAdapter(ReferenceBenefitAdapter):
 
     identity: Identity = Identity(name="kvspec-reference", language="python", version=SPEC_VERSION)
     level: Level = "state"
-    policies = ("s3fifo", "lru", "fifo", "benefit")
+    policies = ALL_POLICIES
 
     def __init__(self) -> None:
         super().__init__()

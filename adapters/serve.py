@@ -17,37 +17,23 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from kvspec.reference import KvspecError
-from kvspec.reference.benefit import BenefitConfig
 
 from . import load_adapter
 from .benefit import BenefitAdapter
 from .interface import Adapter, AdapterConfig, ConfigRefused
 from .protocol import (
+    BENEFIT_REQUESTS,
     PROTOCOL_VERSION,
     REQUEST,
     AccessRequest,
-    BenefitStateRequest,
-    ChooseVictimsRequest,
-    ConfigureBenefitRequest,
     ConfigureRequest,
-    ConsiderAdmissionRequest,
     HitTokensRequest,
-    ObservePressureRequest,
-    RecordHitRequest,
-    RecordMissRequest,
-    RemoveRequest,
     ResidentCountRequest,
-    SelectProbationCapVictimsRequest,
     SnapshotRequest,
     StartRequest,
     StopRequest,
-    from_double,
 )
-from .wire import cap_json, cost_of, decision_json, state_json
-
-REPLAY_POLICIES = ("s3fifo", "lru", "fifo")  # what an Adapter without a ``policies`` attribute offers
-BENEFIT_REQUESTS = (ConfigureBenefitRequest, ConsiderAdmissionRequest, RecordHitRequest, RecordMissRequest, ObservePressureRequest,
-                    ChooseVictimsRequest, SelectProbationCapVictimsRequest, RemoveRequest, BenefitStateRequest)
+from .wire import answer_benefit
 
 
 def answer(adapter: Adapter | BenefitAdapter, request: Any) -> dict[str, Any]:
@@ -60,7 +46,7 @@ def answer(adapter: Adapter | BenefitAdapter, request: Any) -> dict[str, Any]:
             "protocol": PROTOCOL_VERSION,
             "implementation": {"name": identity.name, "language": identity.language, "version": identity.version},
             "level": adapter.level,
-            "policies": list(getattr(adapter, "policies", REPLAY_POLICIES)),
+            "policies": list(adapter.policies),
         }
     if isinstance(request, BENEFIT_REQUESTS):
         return {"seq": seq, **answer_benefit(adapter, request)}
@@ -85,40 +71,6 @@ def answer(adapter: Adapter | BenefitAdapter, request: Any) -> dict[str, Any]:
         "main": [list(entry) for entry in snapshot.main],
         "ghost": list(snapshot.ghost),
     }
-
-
-def answer_benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:
-    """The reply to one benefit-policy request, without its seq (PROTO-20 to PROTO-28)."""
-    if isinstance(request, ConfigureBenefitRequest):  # PROTO-20
-        wire = request.config
-        config = BenefitConfig(**{**wire.model_dump(), "min_reuse_probability": from_double(wire.min_reuse_probability),
-                                  "decay_factor": from_double(wire.decay_factor)})
-        try:
-            adapter.configure_benefit(config)
-        except ConfigRefused as refused:
-            return {"ok": False, "refused": str(refused)}
-        return {"ok": True}
-    if isinstance(request, ConsiderAdmissionRequest):  # PROTO-21
-        shared = [(segment_id, size) for segment_id, size in request.shared]
-        decision = adapter.consider_admission(request.key, request.exclusive_bytes, shared, cost_of(request.cost), frozenset(request.pinned))
-        return {"decision": decision_json(decision)}
-    if isinstance(request, RecordHitRequest):  # PROTO-22
-        return {"decision": decision_json(adapter.record_hit(request.key, cost_of(request.cost)))}
-    if isinstance(request, RecordMissRequest):  # PROTO-23
-        adapter.record_miss(request.key)
-        return {"ok": True}
-    if isinstance(request, ObservePressureRequest):  # PROTO-24
-        adapter.observe_pressure(from_double(request.pressure))
-        return {"ok": True}
-    if isinstance(request, ChooseVictimsRequest):  # PROTO-25
-        victims = adapter.choose_victims(request.bytes_to_free, frozenset(request.pinned))
-        return {"keys": list(victims.keys), "freed": victims.freed}
-    if isinstance(request, SelectProbationCapVictimsRequest):  # PROTO-26
-        return {"cap": cap_json(adapter.select_probation_cap_victims(frozenset(request.pinned)))}
-    if isinstance(request, RemoveRequest):  # PROTO-27
-        return {"cap": cap_json(adapter.remove(request.key, frozenset(request.pinned)))}
-    assert isinstance(request, BenefitStateRequest)  # PROTO-28
-    return state_json(adapter.benefit_state())
 
 
 def serve(adapter: Adapter | BenefitAdapter, stdin: IO[str], stdout: IO[str]) -> int:

@@ -1,7 +1,8 @@
 """Between the reference's values and the protocol's messages (spec/adapter-protocol.md section 5),
 both ways, and the words a reply of the wrong shape is reported in (PROTO-16).
 
-The protocol server (serve.py) writes replies with these; the subprocess adapter (process.py) reads
+The protocol server (serve.py) writes replies with these, and answers the benefit policy's requests
+through answer_benefit, as the fixtures' generator and runner do; the subprocess adapter (process.py) reads
 them back; the in-process adapter (inprocess.py) does both, so that an implementation in kvspec's
 process is held to exactly the types one in another process is.
 """
@@ -12,11 +13,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kvspec.reference.benefit import CapRepair, CostSample, Decision
+from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
 
-from .benefit import BenefitState, EntryView
-from .interface import AdapterConfig, described
-from .protocol import BenefitStateReply, WireCapRepair, WireCost, WireDecision, from_double, to_double
+from .benefit import BenefitAdapter, BenefitState, EntryView
+from .interface import AdapterConfig, ConfigRefused, described
+from .protocol import (
+    REQUEST,
+    BenefitStateReply,
+    BenefitStateRequest,
+    ChooseVictimsRequest,
+    ConfigureBenefitRequest,
+    ConsiderAdmissionRequest,
+    ObservePressureRequest,
+    RecordHitRequest,
+    RecordMissRequest,
+    RemoveRequest,
+    SelectProbationCapVictimsRequest,
+    WireCapRepair,
+    WireCost,
+    WireDecision,
+    from_double,
+    to_double,
+)
 
 
 def as_received(config: AdapterConfig) -> AdapterConfig:
@@ -95,3 +113,42 @@ def problem(error: Any) -> str:
 # pydantic's error types for a value of the wrong type, and what was due instead.
 DUE = {"int_type": "an integer", "string_type": "a string", "bool_type": "a boolean", "float_type": "a number", "list_type": "an array",
        "tuple_type": "an array", "dict_type": "an object", "model_type": "an object", "int_from_float": "an integer"}
+
+
+def received(request: dict[str, Any]) -> Any:
+    """A request as an implementation in a process of its own receives it (PROTO-16: through JSON, strictly)."""
+    return REQUEST.validate_json(json.dumps({**request, "seq": 0}))
+
+
+def answer_benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:
+    """The reply to one benefit-policy request, without its seq (PROTO-20 to PROTO-28)."""
+    if isinstance(request, ConfigureBenefitRequest):  # PROTO-20
+        wire = request.config
+        config = BenefitConfig(**{**wire.model_dump(), "min_reuse_probability": from_double(wire.min_reuse_probability),
+                                  "decay_factor": from_double(wire.decay_factor)})
+        try:
+            adapter.configure_benefit(config)
+        except ConfigRefused as refused:
+            return {"ok": False, "refused": str(refused)}
+        return {"ok": True}
+    if isinstance(request, ConsiderAdmissionRequest):  # PROTO-21
+        shared = [(segment_id, size) for segment_id, size in request.shared]
+        decision = adapter.consider_admission(request.key, request.exclusive_bytes, shared, cost_of(request.cost), frozenset(request.pinned))
+        return {"decision": decision_json(decision)}
+    if isinstance(request, RecordHitRequest):  # PROTO-22
+        return {"decision": decision_json(adapter.record_hit(request.key, cost_of(request.cost)))}
+    if isinstance(request, RecordMissRequest):  # PROTO-23
+        adapter.record_miss(request.key)
+        return {"ok": True}
+    if isinstance(request, ObservePressureRequest):  # PROTO-24
+        adapter.observe_pressure(from_double(request.pressure))
+        return {"ok": True}
+    if isinstance(request, ChooseVictimsRequest):  # PROTO-25
+        victims = adapter.choose_victims(request.bytes_to_free, frozenset(request.pinned))
+        return {"keys": list(victims.keys), "freed": victims.freed}
+    if isinstance(request, SelectProbationCapVictimsRequest):  # PROTO-26
+        return {"cap": cap_json(adapter.select_probation_cap_victims(frozenset(request.pinned)))}
+    if isinstance(request, RemoveRequest):  # PROTO-27
+        return {"cap": cap_json(adapter.remove(request.key, frozenset(request.pinned)))}
+    assert isinstance(request, BenefitStateRequest)  # PROTO-28
+    return state_json(adapter.benefit_state())

@@ -27,6 +27,7 @@ from kvspec.adapters import Implementation  # noqa: E402
 from kvspec.conformance import benefit_mutants  # noqa: E402
 from kvspec.conformance.certify import Outcome, certify_policy  # noqa: E402
 from kvspec.conformance.mutants import FACTORIES, MUTANTS  # noqa: E402
+from kvspec.reference import ALL_POLICIES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER_KINDS = {
@@ -80,7 +81,7 @@ def adapter_rows() -> list[str]:
         implementation = Implementation(spec)
         adapter = implementation.start()
         try:
-            policies = [p for p in ("s3fifo", "lru", "fifo", "benefit") if p in adapter.policies]
+            policies = [p for p in ALL_POLICIES if p in adapter.policies]
             rates = {policy: certify_policy(implementation, policy, "quick").examples_per_second for policy in policies}
         finally:
             implementation.close()

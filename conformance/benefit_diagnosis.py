@@ -20,14 +20,13 @@ from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Identity, Level
 from kvspec.adapters.protocol import from_double
 from kvspec.adapters.reference import ReferenceBenefitAdapter
-from kvspec.adapters.serve import answer_benefit
+from kvspec.adapters.wire import answer_benefit, received
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.config import is_valid
 from kvspec.reference.benefit.selection import physical_release
 
 from .benefit_mutants import MUTANTS
 from .diagnosis import Diagnosis, consistent, named
-from .fixture_cases import wire
 
 Json = dict[str, Any]
 COST_SIDES = ("cold_prefill_cost", "restore_cost")
@@ -156,6 +155,7 @@ class Answered:
 
     identity = Identity("its last answer", "", "")
     level: Level = "results"
+    policies = ("benefit",)
 
     def __init__(self, answer: object) -> None:
         self.answer = answer
@@ -171,13 +171,13 @@ for _name in (*BENEFIT_METHODS, "close"):  # methods of its own, as the BenefitA
 def replies(adapter: Any, config: Json, operations: list[Json], with_state: bool) -> list[Json] | None:
     """Each operation's reply as it travels (with the state after it, ``with_state``); None when
     the configuration is refused."""
-    if "refused" in answer_benefit(adapter, wire({"cmd": "configure_benefit", "config": config})):
+    if "refused" in answer_benefit(adapter, received({"cmd": "configure_benefit", "config": config})):
         return None
     answers = []
     for operation in operations:
-        answers.append(answer_benefit(adapter, wire(operation)))
+        answers.append(answer_benefit(adapter, received(operation)))
         if with_state:
-            answers.append(answer_benefit(adapter, wire({"cmd": "benefit_state"})))
+            answers.append(answer_benefit(adapter, received({"cmd": "benefit_state"})))
     return answers
 
 
@@ -187,7 +187,7 @@ def reproducing_variants(config: Json, operations: list[Json], actual: object, s
     of the last operation or (``of_state``) its state after it."""
     spec = replies(ReferenceBenefitAdapter(), config, operations, state_level)
     assert spec is not None, "the spec accepted this configuration"
-    last = answer_benefit(Answered(actual), wire({"cmd": "benefit_state"} if of_state else operations[-1]))
+    last = answer_benefit(Answered(actual), received({"cmd": "benefit_state"} if of_state else operations[-1]))
     given = spec[:len(spec) - (1 if of_state or not state_level else 2)] + [last]
     return [variant.breaks for variant in MUTANTS.values() if (replies(variant(), config, operations, state_level) or [])[:len(given)] == given]
 

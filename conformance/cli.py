@@ -18,6 +18,7 @@ from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Starte
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.adapters.process import kill_all
 from kvspec.reference import (
+    ALL_POLICIES,
     POLICIES,
     SPEC_VERSION,
     KvspecError,
@@ -41,7 +42,6 @@ from .report import build_report, write_report
 from .spool import Spool, write_result
 from .sweep import DEFAULT_CAPACITIES, Sweep, plot, sweep
 
-CERTIFIABLE = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
 
 
 EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in one line on stderr (a command line argparse "
@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
     )
     add_adapter(check, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
-    check.add_argument("--policy", dest="policies", action="append", choices=CERTIFIABLE,
+    check.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
                        help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
     check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
@@ -475,7 +475,7 @@ def run_certify(args: argparse.Namespace) -> int:
         if unoffered:  # PROTO-6
             close_quietly(implementation)
             raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
-        policies = args.policies or [p for p in CERTIFIABLE if p in offered]
+        policies = args.policies or [p for p in ALL_POLICIES if p in offered]
         outcomes = [certify_policy(implementation, policy, args.profile, args.seed, pins) for policy in policies]
         try:
             implementation.close()

@@ -10,16 +10,17 @@ traces, conformance/hunted.json (`kvspec hunt --record`) and conformance/counter
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 from itertools import count, islice
 from pathlib import Path
 from typing import Any
 
 from kvspec.adapters.benefit import ReferenceBenefitAdapter
-from kvspec.adapters.protocol import REQUEST, to_double
+from kvspec.adapters.protocol import to_double
 from kvspec.adapters.reference import snapshot_of
-from kvspec.adapters.serve import answer_benefit
+from kvspec.adapters.wire import answer_benefit, received
 from kvspec.reference import ConfigError, KvspecError, ReplayConfig, TraceFile, TraceRecord, bundled_trace_path, make_policy, replay
+from kvspec.reference.benefit import BenefitConfig
 from kvspec.reference.benefit.traces import XorShift64
 from kvspec.reference.errors import TraceError
 from kvspec.reference.replay import PolicyServer
@@ -292,8 +293,7 @@ def hunted_cases() -> Iterator[Json]:
 
 # Benefit cases (FIX-7) --------------------------------------------------------------------------
 
-DEFAULTS: Json = {"probation_byte_budget": 256 << 20, "persistence_hit_threshold": 2, "min_reuse_probability": 0.01, "decay_factor": 0.9,
-                  "grace_observations": 32, "ghost_capacity": 4096, "ghost_max_age_observations": 1024}  # BEN-CONF-1 to BEN-CONF-7
+DEFAULTS: Json = asdict(BenefitConfig())  # BEN-CONF-1 to BEN-CONF-7
 
 
 def benefit_case(title: str, provenance: str, config: Json, operations: list[Json], level: str = "state",
@@ -304,12 +304,12 @@ def benefit_case(title: str, provenance: str, config: Json, operations: list[Jso
     adapter = ReferenceBenefitAdapter()
     steps = []
     with exercised() as ran:
-        reply = answer_benefit(adapter, wire({"cmd": "configure_benefit", "config": config}))
+        reply = answer_benefit(adapter, received({"cmd": "configure_benefit", "config": config}))
         refused = reply["refused"].split(":")[0] if "refused" in reply else None
         for operation in operations if refused is None else []:
-            step: Json = {"request": operation, "expect": answer_benefit(adapter, wire(operation))}
+            step: Json = {"request": operation, "expect": answer_benefit(adapter, received(operation))}
             if level == "state":
-                step["state"] = answer_benefit(adapter, wire({"cmd": "benefit_state"}))
+                step["state"] = answer_benefit(adapter, received({"cmd": "benefit_state"}))
             steps.append(step)
         if refused is None and level == "state":  # FIX-7
             ran.update(("BEN-CLOCK-1", "BEN-ENTRY-1", "BEN-LEDGER-4"))
@@ -320,11 +320,6 @@ def benefit_case(title: str, provenance: str, config: Json, operations: list[Jso
 
 
 CLOCK_STILL = ("remove", "observe_pressure", "choose_victims", "select_probation_cap_victims")  # BEN-CLOCK-4
-
-
-def wire(request: Json) -> Any:
-    """A request as it arrives over the protocol (PROTO-16: through JSON, strictly)."""
-    return REQUEST.validate_json(json.dumps({**request, "seq": 0}))
 
 
 def cost(cold: float, restore: float) -> Json:

@@ -14,10 +14,9 @@ from pydantic import ValidationError
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure, ConfigRefused
-from kvspec.adapters.serve import answer_benefit
+from kvspec.adapters.wire import answer_benefit, received
 from kvspec.reference import KvspecError
 
-from .fixture_cases import wire
 from .fixtures import CASE, FORMAT, Json, Manifest
 
 
@@ -115,14 +114,14 @@ def check_replay(adapter: Adapter, case: Json) -> None:
 
 def check_benefit(adapter: BenefitAdapter, case: Json) -> None:
     """What a consumer must check, steps 2 and 4 (FIX-7)."""
-    reply = answer_benefit(adapter, wire({"cmd": "configure_benefit", "config": case["config"]}))
+    reply = answer_benefit(adapter, received({"cmd": "configure_benefit", "config": case["config"]}))
     expect_equal("the configuration", "refused" if case["refused"] else "accepted", "refused" if "refused" in reply else "accepted")
     for number, step in enumerate(case["operations"], start=1):
         where = f"operation {number} ({step['request']['cmd']})"
-        expect_equal(where, signed_zeros(step["expect"]), same_doubles(answer_benefit(adapter, wire(step["request"]))))
+        expect_equal(where, signed_zeros(step["expect"]), same_doubles(answer_benefit(adapter, received(step["request"]))))
         if "state" in step and adapter.level == "state":
             expect_equal(f"{where}: the state after it", signed_zeros(step["state"]),
-                         same_doubles(answer_benefit(adapter, wire({"cmd": "benefit_state"}))))
+                         same_doubles(answer_benefit(adapter, received({"cmd": "benefit_state"}))))
 
 
 def same_doubles(reply: Json) -> Json:

@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.reference import ConfigError
-from kvspec.reference.s3fifo import ratio_is_valid
+from kvspec.reference.s3fifo import derive_caps, ratio_is_valid
 from kvspec.reference.validation import INT64_MAX, check_count
 
 from .faults import Located, Location, Unshrinkable, located
@@ -188,8 +188,8 @@ def smallest_capacity(ratio: float, each: int, at_least: int, at_most: int = 2**
     """The smallest capacity from ``at_least`` to ``at_most`` at which S and M (S3-CONF-2,
     S3-CONF-3) both hold ``each`` blocks or more; None if there is none."""
     for capacity in range(at_least, at_most + 1):
-        small_cap = round(capacity * ratio)
-        if small_cap >= each and capacity - small_cap >= each:
+        caps = derive_caps(capacity, ratio, 0)
+        if caps.small_cap >= each and caps.main_cap >= each:
             return capacity
     return None
 
@@ -210,8 +210,7 @@ def long_queues(policy: str, pins: Pins = Pins()) -> Probe | None:
     capacity = smallest_capacity(ratio, LONG, 2 * LONG) or smallest_capacity(ratio, 1, 2 * LONG)
     if capacity is None:
         return None
-    small_cap = round(capacity * ratio)
-    main_cap = capacity - small_cap
+    main_cap = derive_caps(capacity, ratio, max_freq).main_cap
     through_small = tuple(range(1, capacity + 2))  # 1 to main_cap + 1 leave S for G, which drops 1
     into_main = (*range(2, main_cap + 2), capacity + 2, main_cap + 2)
     return Probe(AdapterConfig(policy, capacity, 1, ratio, max_freq), (through_small, into_main, (1,), (3,)))  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from kvspec.reference import POLICIES
 
 INT64_MAX = 2**63 - 1
 VERSION = "0.1.0"
@@ -39,6 +40,7 @@ class CanonicalS3FIFO:
     mistake = ""  # a mutant's: seed 000's words for its mistake, and the clause that spec/s3fifo.md
     breaks = ""  # section 8 maps the mistake to
     level: Level = "state"
+    policies = POLICIES
 
     def __init__(self) -> None:
         self.identity = Identity(name=f"kvspec-mutants:{self.name}", language="python", version=VERSION)

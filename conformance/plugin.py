@@ -106,12 +106,12 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("kvspec_adapter")
     if not spec:
         return
-    from kvspec.conformance.cli import CERTIFIABLE
+    from kvspec.reference import ALL_POLICIES
 
     policies = config.getoption("kvspec_policies") or []
-    unknown = [policy for policy in policies if policy not in CERTIFIABLE]
+    unknown = [policy for policy in policies if policy not in ALL_POLICIES]
     if unknown:
-        raise pytest.UsageError(f"--kvspec-policy {', '.join(unknown)}: not one of {', '.join(CERTIFIABLE)}")
+        raise pytest.UsageError(f"--kvspec-policy {', '.join(unknown)}: not one of {', '.join(ALL_POLICIES)}")
     config.stash[SESSION_KEY] = Session(
         spec, list(dict.fromkeys(policies)), config.getoption("kvspec_profile"), config.getoption("kvspec_seed")
     )
@@ -133,7 +133,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
     policies = certification.policies
     if not policies:
         from kvspec.adapters.interface import AdapterFailure
-        from kvspec.conformance.cli import CERTIFIABLE
+        from kvspec.reference import ALL_POLICIES
 
         try:
             offered = certification.implementation().current().policies
@@ -141,7 +141,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
             raise pytest.UsageError(str(error)) from None
         except AdapterFailure:
             offered = ("start",)  # one item, which fails with how the implementation failed at its start
-        policies = [policy for policy in (*CERTIFIABLE, "start") if policy in offered]
+        policies = [policy for policy in (*ALL_POLICIES, "start") if policy in offered]
     report.result.extend(
         CertifyItem.from_parent(collector, name=f"kvspec-certify[{policy}]", nodeid=f"kvspec-certify[{policy}]", policy=policy)
         for policy in policies

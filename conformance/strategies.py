@@ -24,6 +24,7 @@ from typing import TypeVar, no_type_check
 
 from hypothesis import strategies as st
 
+from kvspec.reference.s3fifo import caps_are_valid, derive_caps
 from kvspec.reference.validation import INT64_MIN
 
 T = TypeVar("T")
@@ -159,12 +160,6 @@ def traces() -> st.SearchStrategy[Trace]:
     return st.one_of(conversation_traces(), conversation_traces(), arbitrary_traces())
 
 
-def s3fifo_config_is_valid(capacity: int, small_ratio: float) -> bool:
-    """small_cap = round(capacity * small_ratio) and main_cap = capacity - small_cap both >= 1."""
-    small_cap = round(capacity * small_ratio)
-    return small_cap >= 1 and capacity - small_cap >= 1
-
-
 @dataclass(frozen=True)
 class CacheConfig:
     capacity: int
@@ -183,7 +178,7 @@ def cache_configs(draw: st.DrawFn, *, max_capacity: int = 40) -> CacheConfig:
     (0.0, 1.0, 0.001, ...) is replaced by 0.5, which is valid at every capacity >= 2; drawing
     without a filter keeps Hypothesis from giving up on examples."""
     small_ratio = draw(st.sampled_from([0.1, 0.25, 0.5]) | st.floats(0.0, 1.0))
-    valid = [c for c in range(2, max_capacity + 1) if s3fifo_config_is_valid(c, small_ratio)]
+    valid = [c for c in range(2, max_capacity + 1) if caps_are_valid(derive_caps(c, small_ratio, 0))]  # S3-CONF-5
     if not valid:
         small_ratio = 0.5
         valid = list(range(2, max_capacity + 1))

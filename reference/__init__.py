@@ -9,9 +9,10 @@ from .s3fifo import S3FIFO, Caps, caps_for
 from .trace import TraceFile, TraceRecord, bundled_trace_path
 
 SPEC_VERSION = "0.1.0"
+ALL_POLICIES = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
 
 __all__ = [
-    "FIFO", "LRU", "POLICIES", "S3FIFO", "SPEC_VERSION", "Caps", "ConfigError", "KvspecError", "Policy",
+    "ALL_POLICIES", "FIFO", "LRU", "POLICIES", "S3FIFO", "SPEC_VERSION", "Caps", "ConfigError", "KvspecError", "Policy",
     "ReplayConfig", "ReplayResult", "RequestResult", "TraceError", "TraceFile", "TraceRecord",
     "bundled_trace_path", "caps_for", "make_policy", "replay", "replay_request",
 ]

@@ -11,18 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvspec.conformance.strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
-from kvspec.reference import FIFO, LRU, S3FIFO, ConfigError, ReplayConfig, make_policy
+from kvspec.reference import FIFO, LRU, POLICIES, S3FIFO, ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import replay, replay_request
 
 from naive import NaiveS3FIFO, make_naive, naive_replay, naive_request
 from support import reference_state
 
-POLICY_NAMES = ("s3fifo", "lru", "fifo")
-
 FEW = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOME = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-policies = st.sampled_from(POLICY_NAMES)
+policies = st.sampled_from(POLICIES)
 
 
 def config_for(policy: str, cache: CacheConfig, block_size: int) -> ReplayConfig:
@@ -281,7 +279,7 @@ def test_a_resident_suffix_behind_a_miss_does_not_count() -> None:
 def test_the_scan_sees_the_cache_as_the_request_found_it() -> None:
     """REPLAY-PREFIX-3, REPLAY-TRACE-4: a block repeated inside a request cannot hit on the
     strength of its own earlier occurrence, and a block the request itself admits does not count."""
-    for policy in POLICY_NAMES:
+    for policy in POLICIES:
         cache = make_policy(ReplayConfig(policy=policy, capacity=10, small_ratio=0.5))
         assert replay_request(cache, [7, 7, 7], 3, 1) == 0
         assert replay_request(cache, [7, 7, 7], 3, 1) == 3
@@ -289,7 +287,7 @@ def test_the_scan_sees_the_cache_as_the_request_found_it() -> None:
 
 def test_the_last_partial_block_is_clamped() -> None:
     """REPLAY-HIT-1: min(k * block_size, input_length), never k * block_size unclamped."""
-    for policy in POLICY_NAMES:
+    for policy in POLICIES:
         cache = make_policy(ReplayConfig(policy=policy, capacity=10, small_ratio=0.5))
         replay_request(cache, [1, 2, 3], 1025, 512)
         assert replay_request(cache, [1, 2, 3], 1025, 512) == 1025
