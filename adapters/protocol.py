@@ -3,15 +3,11 @@
 Both sides use these models: kvspec.adapters.process validates every reply of an implementation
 under test against the model of the reply it expects (PROTO-16), and kvspec.adapters.serve
 validates every request it reads. The JSON Schemas in spec/schemas/adapter/ are generated from
-them (PROTO-16):
-
-    python -m kvspec.adapters.protocol --write spec/schemas/adapter
+them (PROTO-16) by the maintainers' `kvspec spec schemas`.
 """
 
-import argparse
 import json
 import math
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -425,31 +421,3 @@ def schema_text(name: str, adapter: TypeAdapter[Any]) -> str:
 def schema_texts() -> dict[str, str]:
     """PROTO-16: file name -> JSON Schema text."""
     return {f"{name}.schema.json": schema_text(name, adapter) for name, adapter in SCHEMAS.items()}
-
-
-def write_schemas(folder: Path) -> list[Path]:
-    """Write every schema to ``folder`` and remove stale ones; the paths written."""
-    folder.mkdir(parents=True, exist_ok=True)
-    texts = schema_texts()
-    for stale in folder.glob("*.schema.json"):
-        if stale.name not in texts:
-            stale.unlink()
-    written = []
-    for name, text in texts.items():
-        path = folder / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvspec.adapters.protocol", description="Write the adapter protocol's JSON Schemas.")
-    parser.add_argument("--write", metavar="FOLDER", required=True, help="folder to write <message>.schema.json files to")
-    args = parser.parse_args(argv)
-    for path in write_schemas(Path(args.write)):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

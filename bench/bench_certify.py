@@ -2,10 +2,10 @@
 
     python bench/bench_certify.py [--seeds 0,1,2] [--output docs/mutant-gallery.md]
 
-Writes a Markdown page: for each mutant (seed 000's common mistakes, conformance/mutants.py),
+Writes a Markdown page: for each mutant (seed 000's common mistakes, conformance/galleries/mutants.py),
 the clause spec/s3fifo.md section 8 maps its mistake to, the clause the suite's diagnosis leads
 with, the time to catch it and the shrunk trace's length, for each seed of the quick profile; and
-the same for the benefit-policy gallery (conformance/benefit_mutants.py); and the examples per
+the same for the benefit-policy gallery (conformance/galleries/benefit_mutants.py); and the examples per
 second the quick profile reaches through each adapter kind. Contracts are off
 (KVSPEC_CONTRACTS=0), as for any certification run; set the variable before Python starts.
 """
@@ -24,9 +24,9 @@ if os.environ.get("KVSPEC_CONTRACTS") != "0":  # read once, at import: re-run wi
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "KVSPEC_CONTRACTS": "0"})
 
 from kvspec.adapters import Implementation  # noqa: E402
-from kvspec.conformance import benefit_mutants  # noqa: E402
-from kvspec.conformance.certify import Outcome, certify_policy  # noqa: E402
-from kvspec.conformance.mutants import FACTORIES, MUTANTS  # noqa: E402
+from kvspec.conformance.certification.certify import Outcome, certify_policy  # noqa: E402
+from kvspec.conformance.galleries import benefit_mutants  # noqa: E402
+from kvspec.conformance.galleries.mutants import FACTORIES, MUTANTS  # noqa: E402
 from kvspec.reference import ALL_POLICIES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,9 +109,9 @@ def main() -> None:
         f"{date.today()}, commit {commit()}, {platform.machine()} with {os.cpu_count()} cores, Python {platform.python_version()}, "
         "contracts off, the quick profile.",
         "",
-        "Each mutant is one of seed 000's common mistakes (conformance/mutants.py), certified in-process on S3FIFO. "
+        "Each mutant is one of seed 000's common mistakes (conformance/galleries/mutants.py), certified in-process on S3FIFO. "
         "*Breaks* is the clause spec/s3fifo.md section 8 maps the mistake to; *diagnosis* is what the verdict leads with "
-        "(conformance/diagnosis.py); the time is the whole run, generation and shrinking, in seconds; the length is the "
+        "(conformance/certification/diagnosis.py); the time is the whole run, generation and shrinking, in seconds; the length is the "
         "number of requests in the shrunk counterexample (0: the configuration alone).",
         "",
         f"| mutant | mistake | breaks | diagnosis | seconds to catch ({per_seed}) | shrunk length ({per_seed}) |",
@@ -120,7 +120,7 @@ def main() -> None:
         "",
         "## The benefit-policy gallery",
         "",
-        "Each mutant changes conformance/benefit_mutants.py's independent implementation in one place. *Diagnoses* lists "
+        "Each mutant changes conformance/galleries/benefit_mutants.py's independent implementation in one place. *Diagnoses* lists "
         "the leading clause of each failing check the run found; the length is the number of operations in the shortest "
         "shrunk counterexample.",
         "",

@@ -1,6 +1,6 @@
 """The mutation score of the suite (issue 10, section 2): cosmic-ray mutates the independent
-implementations (CanonicalS3FIFO in conformance/mutants.py, CanonicalBenefit in
-conformance/benefit_mutants.py, with the helpers each uses; never the gallery's subclasses,
+implementations (CanonicalS3FIFO in conformance/galleries/mutants.py, CanonicalBenefit in
+conformance/galleries/benefit_mutants.py, with the helpers each uses; never the gallery's subclasses,
 which the canonical adapter never runs) one mutation at a time, and for each mutant this script,
 as cosmic-ray's test command, asks two judges whether it still passes:
 
@@ -53,9 +53,9 @@ class Module:
 
 
 MODULES = {
-    "mutants": Module("conformance/mutants.py", "kvspec.conformance.mutants:canonical", ("s3fifo", "lru", "fifo"),
+    "mutants": Module("conformance/galleries/mutants.py", "kvspec.conformance.galleries.mutants:canonical", ("s3fifo", "lru", "fifo"),
                       ("INT64_MAX", "is_int", "CanonicalS3FIFO", "canonical")),
-    "benefit_mutants": Module("conformance/benefit_mutants.py", "kvspec.conformance.benefit_mutants:canonical", ("benefit",),
+    "benefit_mutants": Module("conformance/galleries/benefit_mutants.py", "kvspec.conformance.galleries.benefit_mutants:canonical", ("benefit",),
                               ("valid", "net", "Item", "CanonicalBenefit", "canonical")),
 }
 
@@ -86,7 +86,7 @@ def certify_verdict(module: Module) -> str:
     """'' when every policy conforms; else the first policy that does not, and why."""
     from hypothesis import Phase, settings
 
-    from kvspec.conformance import certify
+    from kvspec.conformance.certification import certify
 
     def without_shrinking(parent: settings, **overrides: object) -> settings:
         return settings(parent, **{**overrides, "phases": [Phase.generate]})
@@ -111,8 +111,8 @@ def cli_identity(adapter: object) -> str:
 
 def fixtures_verdict(module: Module) -> str:
     """'' when every case passes at the results level; else the first failing case and why."""
-    from kvspec.conformance.fixture_runner import verify
-    from kvspec.conformance.fixtures import bundled_corpus
+    from kvspec.conformance.fixtures.corpus import bundled_corpus
+    from kvspec.conformance.fixtures.runner import verify
 
     for result in verify(bundled_corpus(), canonical_factory(module, "results"), {}):  # type: ignore[arg-type]
         if result.verdict not in ("pass", "skip"):
@@ -356,8 +356,8 @@ def write_score(work: Path, output: Path, equivalents_path: Path, seconds: dict[
         "How much of what can go wrong in an implementation the suite catches, measured rather than guessed (issue 10, section 2).",
         "[cosmic-ray](https://cosmic-ray.readthedocs.io) 8.7 applies every one of its core mutation operators, one mutation at a time,",
         "to the independent implementations the conformance suite certifies against the reference: `CanonicalS3FIFO` (S3FIFO, LRU,",
-        "FIFO) with the helpers it uses in conformance/mutants.py, and `CanonicalBenefit` with its helpers in",
-        "conformance/benefit_mutants.py (never the gallery's subclasses, which the canonical adapter does not run). Two judges",
+        "FIFO) with the helpers it uses in conformance/galleries/mutants.py, and `CanonicalBenefit` with its helpers in",
+        "conformance/galleries/benefit_mutants.py (never the gallery's subclasses, which the canonical adapter does not run). Two judges",
         "look at each mutant:",
         "",
         "- **certify**: `kvspec certify --profile quick --seed 0`, policy by policy (s3fifo, lru, fifo; benefit), at the state",

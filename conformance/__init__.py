@@ -7,7 +7,7 @@ def main() -> int:
     """The ``kvspec`` command. Importing it installs the reference's contracts, as KVSPEC_CONTRACTS
     asks: a value they refuse (or a broken install) is one line on stderr, like any bad input."""
     try:
-        from .cli import main as run
+        from kvspec.conformance.cli import main as run
     except ImportError as error:
         print(f"kvspec: error: {error}", file=sys.stderr)
         return 1

@@ -37,7 +37,7 @@ from kvspec.adapters.protocol import (
     to_double,
 )
 from kvspec.adapters.reference import ReferenceAdapter
-from kvspec.conformance.benefit_machine import benefit_machine_for
+from kvspec.conformance.certification.benefit_machine import benefit_machine_for
 from kvspec.reference import KvspecError
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
@@ -212,7 +212,7 @@ def test_PROTO_16_the_checked_in_schemas_are_what_the_models_generate() -> None:
     expected = schema_texts()
     assert sorted(p.name for p in folder.glob("*.schema.json")) == sorted(expected)
     for name, text in expected.items():
-        assert (folder / name).read_text(encoding="utf-8") == text, f"regenerate: python -m kvspec.adapters.protocol --write {folder}"
+        assert (folder / name).read_text(encoding="utf-8") == text, "regenerate: kvspec spec schemas"
     assert schema_texts() == expected  # deterministic
     documented = (ROOT / "spec" / "adapter-protocol.md").read_text()
     assert [name for name in expected if f"schemas/adapter/{name})" not in documented] == []
@@ -450,7 +450,7 @@ def test_PROTO_6_benefit_messages_go_only_to_an_implementation_that_lists_benefi
 
 
 def test_PROTO_17_the_server_serves_any_in_process_adapter() -> None:
-    with ProcessAdapter([*SERVE, "python:kvspec.conformance.benefit_mutants:ghosts_lost"]) as mutant:
+    with ProcessAdapter([*SERVE, "python:kvspec.conformance.galleries.benefit_mutants:ghosts_lost"]) as mutant:
         assert mutant.identity.name == "kvspec-benefit-mutants:ghosts-lost" and mutant.policies == ("benefit",)
         mutant.configure_benefit(BenefitConfig(grace_observations=0))
         assert mutant.consider_admission(7, 10, [(1, 4)], CostSample(100.0, 30.0), frozenset()).kind == "admit-probation"

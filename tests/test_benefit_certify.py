@@ -1,6 +1,6 @@
 """`kvspec certify --policy benefit`: the reference and an independent implementation conform,
 and the quick profile catches every mutant of the benefit gallery, leading with the clause the
-mutant breaks (conformance/benefit_mutants.py)."""
+mutant breaks (conformance/galleries/benefit_mutants.py)."""
 
 import os
 import shlex
@@ -13,12 +13,19 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import Implementation, load_adapter
-from kvspec.conformance.benefit_machine import ABOVE_SMALL_INTS, WIDE, WIDE_ALONE, BenefitMachine, benefit_machine_for, probe_divergence
-from kvspec.conformance.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.lockstep import Divergence
-from kvspec.conformance.report import Report
-from kvspec.conformance.strategies import KEY_NUMBERINGS
+from kvspec.conformance.certification.benefit_machine import (
+    ABOVE_SMALL_INTS,
+    WIDE,
+    WIDE_ALONE,
+    BenefitMachine,
+    benefit_machine_for,
+    probe_divergence,
+)
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.report import Report
+from kvspec.conformance.core.workloads import KEY_NUMBERINGS
+from kvspec.conformance.galleries.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
 
 from support import certify_report
@@ -36,7 +43,7 @@ def test_the_independent_canonical_benefit_policy_conforms() -> None:
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_the_quick_profile_catches_every_benefit_mutant_and_names_the_clause_it_breaks(name: str, tmp_path: Path) -> None:
-    status, report = certify_report(f"python:kvspec.conformance.benefit_mutants:{name.replace('-', '_')}", "benefit", tmp_path)
+    status, report = certify_report(f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}", "benefit", tmp_path)
     (verdict,) = report.policies
     assert status == 3 and not verdict.conforms, "the mutant conforms"
     leading = [failure.clauses[0] for failure in verdict.failures if failure.clauses]
@@ -55,7 +62,7 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_certifies_the_benefit_policy_and_reports_its_own_clauses(tmp_path: Path) -> None:
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.benefit_mutants:ghosts_lost", "--policy", "benefit", "--report", str(tmp_path))
+    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.benefit_mutants:ghosts_lost", "--policy", "benefit", "--report", str(tmp_path))
     assert run.returncode == 3 and "benefit: DOES NOT CONFORM" in run.stdout and "BEN-GHOST-1" in run.stdout
     (verdict,) = Report.model_validate_json((tmp_path / "report.json").read_text()).policies
     assert verdict.policy == "benefit" and verdict.clauses["BEN-GHOST-1"] == "fail"
@@ -72,7 +79,7 @@ def test_the_cli_certifies_the_benefit_policy_and_reports_its_own_clauses(tmp_pa
 def test_certification_through_the_subprocess_protocol_gives_the_in_process_verdict(name: str, tmp_path: Path) -> None:
     """PROTO-17: an in-process adapter served over the protocol (`cmd:python -m kvspec.adapters.serve
     python:...`) is certified exactly as it is in-process: same verdict, same leading clause."""
-    factory = f"python:kvspec.conformance.benefit_mutants:{name.replace('-', '_')}"
+    factory = f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}"
     verdicts = [certify_report(spec, "benefit", tmp_path / kind)[1].policies[0]
                 for kind, spec in (("in-process", factory), ("subprocess", f"cmd:{sys.executable} -m kvspec.adapters.serve {factory}"))]
     assert verdicts[0].conforms == verdicts[1].conforms == (name == "canonical")

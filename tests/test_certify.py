@@ -14,9 +14,9 @@ import pytest
 from kvspec.adapters import load_adapter
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import ReferenceAdapter
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.machine import Pins
-from kvspec.conformance.mutants import FACTORIES, MUTANTS, canonical
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.core.workloads import Pins
+from kvspec.conformance.galleries.mutants import FACTORIES, MUTANTS, canonical
 from kvspec.reference import POLICIES
 
 from support import Recording, certify_report
@@ -41,7 +41,7 @@ def test_the_reference_conforms_through_the_subprocess_protocol() -> None:
 
 
 def test_the_independent_canonical_implementation_conforms() -> None:
-    """conformance/mutants.py's canonical S3FIFO, the base every mutant changes in one place."""
+    """conformance/galleries/mutants.py's canonical S3FIFO, the base every mutant changes in one place."""
     outcome = certify_policy(canonical(), "s3fifo")
     assert outcome.conforms, outcome.message
 
@@ -67,9 +67,9 @@ def clauses_named(breaks: str) -> set[str]:
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_the_quick_profile_catches_every_mutant_and_diagnoses_the_clause_it_breaks(name: str, tmp_path: Path) -> None:
-    """conformance/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
+    """conformance/certification/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
     the mutant's mistake to."""
-    status, report = certify_report(f"python:kvspec.conformance.mutants:{name.replace('-', '_')}", "s3fifo", tmp_path)
+    status, report = certify_report(f"python:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}", "s3fifo", tmp_path)
     (verdict,) = report.policies
     assert status == 3 and not verdict.conforms, "the mutant conforms"
     first = verdict.failures[0]
@@ -88,13 +88,13 @@ def test_the_cli_exits_0_for_a_conforming_implementation() -> None:
 
 
 def test_the_cli_exits_3_and_names_the_clause_for_a_mutant() -> None:
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.mutants:no_min_clamp", "--policy", "s3fifo", "--seed", "7")
+    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.mutants:no_min_clamp", "--policy", "s3fifo", "--seed", "7")
     assert run.returncode == 3
     assert "s3fifo: DOES NOT CONFORM" in run.stdout and "REPLAY-HIT-1" in run.stdout
 
 
 def test_the_same_seed_gives_the_same_verdict(tmp_path: Path) -> None:
-    adapter = "python:kvspec.conformance.mutants:no_min_clamp"
+    adapter = "python:kvspec.conformance.galleries.mutants:no_min_clamp"
     first = certify_report(adapter, "s3fifo", tmp_path / "first")[1].policies[0].failures
     second = certify_report(adapter, "s3fifo", tmp_path / "second")[1].policies[0].failures
     assert first and [(f.message, f.steps) for f in first] == [(f.message, f.steps) for f in second]
@@ -139,14 +139,14 @@ def test_replay_through_an_adapter_stops_at_the_first_divergence_with_line_and_c
     trace = trace_file(tmp_path / "t.jsonl", [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [5])
     output = tmp_path / "result.json"
     run = kvspec("replay", str(trace), "--capacity", "2", "--block-size", "1", "--small-ratio", "0.5", "--max-freq", "1",
-                 "--adapter", "python:kvspec.conformance.mutants:freq_only_on_prefix_hits", "--output", str(output))
+                 "--adapter", "python:kvspec.conformance.galleries.mutants:freq_only_on_prefix_hits", "--output", str(output))
     assert run.returncode == 3 and run.stdout == ""
     assert f"at line 4 of {trace} (request 4): REPLAY-ACCESS-1: " in run.stderr and "Traceback" not in run.stderr
     assert not output.exists()
 
 
 def test_replay_through_an_adapter_that_refuses_a_valid_configuration() -> None:
-    run = kvspec("replay", "--capacity", "6", "--adapter", "python:kvspec.conformance.mutants:int_small_cap")
+    run = kvspec("replay", "--capacity", "6", "--adapter", "python:kvspec.conformance.galleries.mutants:int_small_cap")
     assert run.returncode == 3
     assert "at the configuration: S3-CONF-2, S3-CONF-5: " in run.stderr
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from kvspec.conformance import cli
-from kvspec.conformance.progress import Progress
+from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ReplayConfig, TraceFile, replay
 
+ROOT = Path(__file__).resolve().parent.parent
 REQUEST = {"timestamp": 0, "input_length": 1000, "output_length": 1}
 
 
@@ -261,3 +262,15 @@ def test_REPLAY_RESULT_2_per_request_memory_does_not_grow_with_the_trace(tmp_pat
     small, large = (python_peak_mib(tmp_path / f"{count}.jsonl", *options) for count in (10_000, 100_000))
     assert large < small + 2, (small, large)
     assert json.loads((tmp_path / "out.json").read_text())["per_request"][-1] == {"hit_tokens": 0, "prompt_tokens": 1}
+
+
+def test_spec_schemas_writes_exactly_the_checked_in_schemas_and_retires_stale_ones(tmp_path: Path) -> None:
+    """The maintainers' one schema writer: its folder is spec/schemas/ byte for byte, and a schema of
+    a message that no longer exists is removed, not left behind."""
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "retired.schema.json").write_text("{}\n")
+    assert cli.main(["spec", "schemas", str(tmp_path)]) == 0
+    checked_in = ROOT / "spec" / "schemas"
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.schema.json"))
+    assert written == sorted(p.relative_to(checked_in).as_posix() for p in checked_in.rglob("*.schema.json"))
+    assert all((tmp_path / name).read_bytes() == (checked_in / name).read_bytes() for name in written), "regenerate: kvspec spec schemas"

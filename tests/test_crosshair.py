@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.hunt import CHECK_TARGETS
+from kvspec.conformance.hunt.search import CHECK_TARGETS
 from kvspec.reference import fifo, lru, s3fifo
 
 replay = importlib.import_module("kvspec.reference.replay")  # the package's `replay` is the function

@@ -1,4 +1,4 @@
-"""conformance/diagnosis.py and benefit_diagnosis.py: the diagnosis names the clause that was broken.
+"""conformance/certification/diagnosis.py and benefit_diagnosis.py: the diagnosis names the clause that was broken.
 
 Each test drives a hand-made wrong implementation (tests/handmade/), whose mistake is known and is
 not one of the mutant galleries', through the lockstep or through `kvspec certify`, and checks
@@ -14,11 +14,11 @@ import pytest
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, Snapshot
-from kvspec.conformance.benefit_machine import benefit_machine_for
-from kvspec.conformance.benefit_mutants import MUTANTS
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.lockstep import Divergence, Lockstep
-from kvspec.conformance.mutants import CanonicalS3FIFO
+from kvspec.conformance.certification.benefit_machine import benefit_machine_for
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.conformance.galleries.benefit_mutants import MUTANTS
+from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
 from support import certify_report

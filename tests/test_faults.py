@@ -25,10 +25,10 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.inprocess import WATCHDOG, Expired, InProcessAdapter, within
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.adapters.reference import ReferenceAdapter
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.fixture_runner import read_manifest
-from kvspec.conformance.fixtures import bundled_corpus
-from kvspec.conformance.report import Report
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.report import Report
+from kvspec.conformance.fixtures.corpus import bundled_corpus
+from kvspec.conformance.fixtures.runner import read_manifest
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 FAULTY = FAKES / "faulty.py"

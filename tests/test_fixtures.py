@@ -13,18 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance import benefit_mutants, mutants
-from kvspec.conformance.clauses import cited, exercised
-from kvspec.conformance.fixture_runner import read_manifest, verify
-from kvspec.conformance.fixtures import FORMAT, canonical, case_id, schema_texts
+from kvspec.conformance.core.citations import cited
+from kvspec.conformance.fixtures.format import FORMAT, canonical, case_id, schema_texts
+from kvspec.conformance.fixtures.runner import read_manifest, verify
+from kvspec.conformance.fixtures.tracing import exercised
+from kvspec.conformance.galleries import benefit_mutants, mutants
 from kvspec.reference import KvspecError
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "spec" / "fixtures"
 FAKES = Path(__file__).resolve().parent / "fakes"
 CLAUSE_LINE = re.compile(r"^- \*\*([A-Z][A-Z0-9]*(?:-[A-Z]+)*-\d+)\*\*", re.MULTILINE)
-MUTANT_SPECS = [f"python:kvspec.conformance.mutants:{name.replace('-', '_')}" for name in mutants.MUTANTS] + [
-    f"python:kvspec.conformance.benefit_mutants:{name.replace('-', '_')}" for name in benefit_mutants.MUTANTS]
+MUTANT_SPECS = [f"python:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}" for name in mutants.MUTANTS] + [
+    f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}" for name in benefit_mutants.MUTANTS]
 
 
 def kvspec(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -36,8 +37,7 @@ def kvspec(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]
 def test_every_FIX_clause_is_cited_by_the_fixture_code_and_named_by_a_test() -> None:
     clauses = CLAUSE_LINE.findall((ROOT / "spec" / "fixtures.md").read_text())
     assert clauses == [f"FIX-{n}" for n in range(1, len(clauses) + 1)]
-    sources = ["fixtures.py", "fixture_cases.py", "fixture_runner.py", "clauses.py"]
-    code = set(re.findall(r"\bFIX-\d+\b", "".join((ROOT / "conformance" / name).read_text() for name in sources)))
+    code = set(re.findall(r"\bFIX-\d+\b", "".join(path.read_text() for path in (ROOT / "conformance" / "fixtures").glob("*.py"))))
     tests = set(re.findall(r"\bFIX-\d+\b", Path(__file__).read_text().replace("_", "-")))
     assert sorted(set(clauses) - code) == [] and sorted(set(clauses) - tests) == []
 
@@ -103,7 +103,7 @@ def test_FIX_3_a_case_id_is_the_hash_of_the_case_and_files_are_canonical() -> No
 
 def test_FIX_6_FIX_7_the_checked_in_schemas_are_what_the_models_generate() -> None:
     for name, text in schema_texts().items():
-        assert (ROOT / "spec" / "schemas" / name).read_text(encoding="utf-8") == text, "regenerate: python -m kvspec.conformance.fixtures spec/schemas"
+        assert (ROOT / "spec" / "schemas" / name).read_text(encoding="utf-8") == text, "regenerate: kvspec spec schemas"
 
 
 def spec_clauses(*names: str) -> set[str]:
@@ -182,7 +182,7 @@ def test_every_mutant_of_both_galleries_fails_a_fixture_at_the_results_level(spe
     with no state compared: a consumer without state access is protected too (the invalid hit of
     findings F-16 and the rejection of F-15 among them)."""
     from kvspec.adapters import load_adapter
-    from kvspec.conformance.fixture_runner import Mismatch, check_benefit, check_replay
+    from kvspec.conformance.fixtures.runner import Mismatch, check_benefit, check_replay
 
     adapter = load_adapter(spec)
     adapter.level = "results"  # type: ignore[misc]
@@ -205,7 +205,7 @@ def failing_ids(spec: str) -> list[str]:
 
 
 def test_FIX_11_known_failures_pass_the_run_and_an_unexpected_pass_fails_it(tmp_path: Path) -> None:
-    spec = "python:kvspec.conformance.benefit_mutants:no_key_tiebreak"
+    spec = "python:kvspec.conformance.galleries.benefit_mutants:no_key_tiebreak"
     failing = failing_ids(spec)
     known = tmp_path / "known.json"
     known.write_text(json.dumps({case: "ordered by score alone" for case in failing}))
@@ -258,8 +258,8 @@ def test_FIX_4_every_collected_counterexample_is_a_fixture_its_implementation_fa
     the mutant gallery's and the third-party certifications, each a case with its provenance,
     and each failed by the implementation it was found in."""
     from kvspec.adapters import load_adapter
-    from kvspec.conformance.fixture_cases import COUNTEREXAMPLES
-    from kvspec.conformance.fixture_runner import Mismatch, check_benefit, check_replay
+    from kvspec.conformance.fixtures.recorded import COUNTEREXAMPLES
+    from kvspec.conformance.fixtures.runner import Mismatch, check_benefit, check_replay
 
     collected = json.loads(COUNTEREXAMPLES.read_text())
     cases = [json.loads((CORPUS / e["path"]).read_text()) for e in read_manifest(CORPUS) if e["title"].startswith("counterexample: ")]
@@ -279,8 +279,8 @@ def test_FIX_7_a_score_of_negative_zero_fails_the_state_it_is_compared_with() ->
     """-0.0 == 0.0 in Python: the runner compares the sign of a zero as well (findings F-19)."""
     import math
 
-    from kvspec.conformance.benefit_mutants import CanonicalBenefit
-    from kvspec.conformance.fixture_runner import Mismatch, check_benefit
+    from kvspec.conformance.fixtures.runner import Mismatch, check_benefit
+    from kvspec.conformance.galleries.benefit_mutants import CanonicalBenefit
 
     class NegativeZeroKept(CanonicalBenefit):
         def score(self, key: int) -> float | None:

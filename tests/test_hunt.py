@@ -1,4 +1,4 @@
-"""`kvspec hunt` (conformance/hunt.py): CrossHair finds the degenerate small_cap of findings F-1 in
+"""`kvspec hunt` (conformance/hunt/search.py): CrossHair finds the degenerate small_cap of findings F-1 in
 the seed's rules as written, finds the no-min-clamp mistake by diffbehavior, and its
 counterexamples become fixtures."""
 
@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance import cli, hunt
-from kvspec.conformance.fixture_runner import read_manifest
-from kvspec.conformance.hunt import CALL, HUNTED, arguments, diffs, in_domain, no_min_clamp_hit_tokens, problems, spec_hit_tokens
-from kvspec.conformance.seed_rules import RULES, as_written, seed_caps_are_valid
+from kvspec.conformance import cli
+from kvspec.conformance.fixtures.recorded import HUNTED
+from kvspec.conformance.fixtures.runner import read_manifest
+from kvspec.conformance.hunt import search as hunt
+from kvspec.conformance.hunt.search import CALL, arguments, diffs, in_domain, no_min_clamp_hit_tokens, problems, spec_hit_tokens
+from kvspec.conformance.hunt.seed_rules import RULES, as_written, seed_caps_are_valid
 from kvspec.reference import KvspecError, s3fifo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +77,7 @@ def test_hunt_diff_takes_any_pair_and_records_only_what_makes_a_fixture(tmp_path
     assert run.returncode == 0 and "0 counterexamples" in run.stdout  # a function against itself
     refused = kvspec("hunt", "check", "--pair", "a.b", "c.d")
     assert refused.returncode == 1 and "--pair names the two functions of a diff" in refused.stderr
-    from kvspec.conformance.hunt import Counterexample, record
+    from kvspec.conformance.hunt.search import Counterexample, record
     from kvspec.reference import KvspecError
 
     monkeypatch.chdir(tmp_path)
@@ -93,7 +95,7 @@ def test_hunt_diff_takes_any_pair_and_records_only_what_makes_a_fixture(tmp_path
 # A search that did not run is an error (exit 1, one line), never "0 counterexamples". The outputs
 # below are CrossHair's own (crosshair-tool 0.0.113), measured.
 
-AS_WRITTEN = r"crosshair check --report_all --per_condition_timeout [^ ]+ kvspec\.conformance\.seed_rules: "
+AS_WRITTEN = r"crosshair check --report_all --per_condition_timeout [^ ]+ kvspec\.conformance\.hunt\.seed_rules: "
 
 
 def test_hunt_without_crosshair_is_an_error(tmp_path: Path) -> None:
@@ -111,10 +113,10 @@ def test_hunt_without_crosshair_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("pair", "reason"), [
     (("nosuch.f", "nosuch.g"), (r"\(CrossHair status 2\): Unable to load \"nosuch\.f\": NotFound: Module 'nosuch' was not found; "
                                 r"Unable to load \"nosuch\.g\": .+")),
-    (("kvspec.conformance.hunt.nosuch", "kvspec.conformance.hunt.spec_hit_tokens"),  # CrossHair's traceback: its exception's line
+    (("kvspec.conformance.hunt.search.nosuch", "kvspec.conformance.hunt.search.spec_hit_tokens"),  # CrossHair's traceback: its exception's line
      r"\(CrossHair status 1\): crosshair\.fnutil\.NotFound: Name \"nosuch\" not found on object .+"),
-    (("kvspec.conformance.hunt", "kvspec.conformance.hunt.spec_hit_tokens"),
-     r"\(CrossHair status 2\): \"kvspec\.conformance\.hunt\" does not target a function\."),
+    (("kvspec.conformance.hunt.search", "kvspec.conformance.hunt.search.spec_hit_tokens"),
+     r"\(CrossHair status 2\): \"kvspec\.conformance\.hunt\.search\" does not target a function\."),
 ])
 def test_hunt_diff_of_a_pair_that_does_not_load_is_an_error(pair: tuple[str, str], reason: str) -> None:
     refused(kvspec("hunt", "diff", "--pair", *pair), re.escape(f"crosshair diffbehavior --per_condition_timeout 10 {' '.join(pair)}: ")
@@ -143,11 +145,11 @@ def test_hunt_that_tries_no_input_is_an_error() -> None:
 
 def test_hunt_of_targets_without_contracts_is_an_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """CrossHair finds nothing to check, warns, and exits 0."""
-    monkeypatch.setattr(hunt, "AS_WRITTEN_TARGETS", ["kvspec.conformance.hunt.in_domain"])
+    monkeypatch.setattr(hunt, "AS_WRITTEN_TARGETS", ["kvspec.conformance.hunt.search.in_domain"])
     assert cli.main(["hunt", "as-written", "--budget", "120"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.splitlines() == [("kvspec: error: hunt: crosshair check --report_all --per_condition_timeout 10 "
-                                               "kvspec.conformance.hunt.in_domain: the search did not run (CrossHair status 0): "
+                                               "kvspec.conformance.hunt.search.in_domain: the search did not run (CrossHair status 0): "
                                                "WARNING: Targets found, but contain no checkable functions.")]
 
 

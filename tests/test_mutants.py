@@ -1,4 +1,4 @@
-"""The mutant gallery (kvspec.conformance.mutants): the canonical implementation agrees with the
+"""The mutant gallery (kvspec.conformance.galleries.mutants): the canonical implementation agrees with the
 reference, and every mutant of seed 000's common mistakes (spec/s3fifo.md section 8) differs
 from the reference on a small hand-made trace.
 
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import snapshot_of
-from kvspec.conformance import mutants
-from kvspec.conformance.mutants import FACTORIES, MUTANTS, CanonicalS3FIFO, canonical
+from kvspec.conformance.galleries import mutants
+from kvspec.conformance.galleries.mutants import FACTORIES, MUTANTS, CanonicalS3FIFO, canonical
 from kvspec.reference import ConfigError, ReplayConfig, TraceFile, bundled_trace_path, make_policy, replay_request
 
 Request = tuple[list[int], int]  # (hash_ids, input_length)

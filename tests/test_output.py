@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from kvspec.conformance.output import written_whole
+from kvspec.conformance.core.output import written_whole
 
 TRACE_LINE = '{"timestamp": 0, "input_length": 4, "output_length": 0, "hash_ids": [1]}\n'
 

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance import plugin
-from kvspec.conformance.certify import PROFILES
+from kvspec.conformance.certification.certify import PROFILES
 
 pytest_plugins = ["pytester"]
 
@@ -47,7 +46,7 @@ def test_a_conforming_implementation_passes_as_one_test(pytester: pytest.Pyteste
 
 def test_a_mutant_fails_with_the_clause_and_the_shrunk_steps(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
-        "--kvspec-adapter=python:kvspec.conformance.mutants:no_min_clamp", "--kvspec-policy=s3fifo", "-p", "no:cacheprovider"
+        "--kvspec-adapter=python:kvspec.conformance.galleries.mutants:no_min_clamp", "--kvspec-policy=s3fifo", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -101,5 +100,7 @@ def test_a_bad_adapter_spec_or_policy_is_a_usage_error(pytester: pytest.Pytester
     bad_policy.stderr.fnmatch_lines(["*--kvspec-policy arc*"])
 
 
-def test_the_profile_choices_are_certifys_profiles() -> None:
-    assert sorted(plugin.PROFILE_NAMES) == sorted(PROFILES)
+def test_a_profile_certify_does_not_have_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--kvspec-adapter=reference", "--kvspec-profile=fast", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--kvspec-profile fast: not one of {', '.join(PROFILES)}*"])

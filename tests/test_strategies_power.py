@@ -1,6 +1,6 @@
 """The suite reaches what real implementations get wrong (issue 10, section 2): hand-made wrong
-implementations, each one plausible mistake away from conformance/mutants.py's CanonicalS3FIFO or
-conformance/benefit_mutants.py's CanonicalBenefit, fail `certify` quick at seed 0; the key-width
+implementations, each one plausible mistake away from conformance/galleries/mutants.py's CanonicalS3FIFO or
+conformance/galleries/benefit_mutants.py's CanonicalBenefit, fail `certify` quick at seed 0; the key-width
 and de-duplication ones fail the fixtures at the results level too. And what certify draws (ids,
 keys, configurations) and what the corpus holds cover the whole domain (REPLAY-TRACE-2, BEN-KEY-1,
 FIX-6, FIX-7)."""
@@ -19,11 +19,12 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.inprocess import InProcessAdapter
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import ReferenceAdapter
-from kvspec.conformance.benefit_mutants import CanonicalBenefit
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.fixture_runner import read_manifest, verify
-from kvspec.conformance.machine import Pins, config_strategy, long_queues, machine_for, probes
-from kvspec.conformance.mutants import CanonicalS3FIFO
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.machine import config_strategy, machine_for, probes
+from kvspec.conformance.core.workloads import Pins, long_queues
+from kvspec.conformance.fixtures.runner import read_manifest, verify
+from kvspec.conformance.galleries.benefit_mutants import CanonicalBenefit
+from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
@@ -426,7 +427,7 @@ def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_do
 
 def test_every_quick_run_sends_every_probe() -> None:
     """The whole-domain value of each knob and queues longer than 256 blocks, whatever the seed
-    and Hypothesis's generation (conformance/machine.py's probes)."""
+    and Hypothesis's generation (conformance/certification/machine.py's probes)."""
     adapter = Recording()
     assert certify_policy(over_the_protocol(adapter), "s3fifo", "quick", 5).conforms
     sent = {(c.capacity, c.block_size, c.small_ratio, c.max_freq) for c in adapter.configs}
@@ -490,7 +491,7 @@ def test_REPLAY_TRACE_2_a_huge_block_size_keeps_input_lengths_and_their_sum_in_r
     from hypothesis import HealthCheck, settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from kvspec.conformance import machine
+    from kvspec.conformance.certification import machine
 
     class HugeBlocks(machine_for(Implementation.of(adapter), "lru")):  # type: ignore[misc]
         pass

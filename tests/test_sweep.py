@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.sweep import sweep
+from kvspec.conformance.measurement.sweep import sweep
 from kvspec.reference import ConfigError, ReplayConfig, TraceFile, replay
 
 REQUEST = {"timestamp": 0, "output_length": 1}

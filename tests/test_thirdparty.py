@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import load_adapter
-from kvspec.conformance.certify import certify_policy
-from kvspec.conformance.report import Report
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.report import Report
 
 s3fifo = pytest.importorskip("s3fifo")
 libcachesim = pytest.importorskip("libcachesim")

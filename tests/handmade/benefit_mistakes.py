@@ -7,7 +7,7 @@ of the benefit state, certified at the state level."""
 from dataclasses import dataclass
 
 from kvspec.adapters.interface import Level
-from kvspec.conformance.benefit_mutants import CanonicalBenefit, Item
+from kvspec.conformance.galleries.benefit_mutants import CanonicalBenefit, Item
 from kvspec.reference.benefit import CostSample, Decision
 
 

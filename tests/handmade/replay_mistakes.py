@@ -1,5 +1,5 @@
 """Hand-made wrong implementations of the replay policies, each with one known mistake that is
-not one of the mutant gallery's (conformance/mutants.py), to test what the diagnosis names
+not one of the mutant gallery's (conformance/galleries/mutants.py), to test what the diagnosis names
 (tests/test_diagnosis.py). Each is an in-process adapter: ``python:tests/handmade/replay_mistakes.py:NAME``
 certifies it at the state level, ``python:tests/handmade/replay_mistakes.py:NAME_results`` at the
 results level (no snapshot: the diagnosis cannot see its queues)."""
@@ -8,7 +8,7 @@ import math
 from collections import OrderedDict
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
-from kvspec.conformance.mutants import CanonicalS3FIFO
+from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
 
 
 class NewKeysToMainUntilFull(CanonicalS3FIFO):

@@ -1,0 +1,496 @@
+"""The benefit-policy certification machine: every operation of spec/benefit.md goes to the
+implementation and to the reference, and their decisions, reasons, victims (in order), cap
+repairs and, at the state level, clocks, scores, weights, ghosts and probation charges must
+agree after each one.
+
+Keys and segments come from small pools, so that hits, removals, ghost take-overs, shared
+segments and size conflicts happen within a few steps; each example numbers its pool across
+BEN-KEY-1's [0, 2**64 - 1] (strategies.KEY_NUMBERINGS: small keys first, then keys equal in a
+narrower integer or as doubles, both bounds). Costs include invalid samples and samples without
+net benefit; pressures include NaN and the infinities; configurations go around every edge, and
+now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
+refuses (NaN and the infinities included: they travel as PROTO-19's strings) among them; a
+configuration both refuse is followed by another at once, so that an example tries many and
+still runs operations. Some rules reach what single steps rarely do: ghosts churned through
+small tables over a segment of 0 bytes, sizes conflicting both ways. Where the machine finds
+nothing, fixed probes follow it (``probe_divergence``): every configuration that differs from the
+default in one whole-domain knob, and counts of 257 (just above the ints CPython keeps one object
+for), hundreds of operations checked by their results and the state once.
+"""
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from typing import no_type_check
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from kvspec.adapters import Implementation
+from kvspec.adapters.benefit import BenefitAdapter, state_of
+from kvspec.adapters.interface import ConfigRefused
+from kvspec.adapters.protocol import to_double
+from kvspec.conformance.certification.benefit_diagnosis import (
+    by_variants,
+    cap_clauses,
+    hit_clauses,
+    negative_zero_score,
+    offer_clauses,
+    state_clauses,
+    victim_clauses,
+)
+from kvspec.conformance.certification.diagnosis import Diagnosis, consistent
+from kvspec.conformance.certification.faults import Located, Location, Unshrinkable
+from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.machine import started
+from kvspec.conformance.certification.strategies import now_and_then
+from kvspec.conformance.core.benefit_requests import SEGMENT_SIZES as COMMON_SEGMENT_SIZES
+from kvspec.conformance.core.benefit_requests import hit, offer, victims
+from kvspec.conformance.core.workloads import KEY_NUMBERINGS, Numbering
+from kvspec.reference import ConfigError
+from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
+from kvspec.reference.validation import INT64_MAX
+
+NAN, INF = float("nan"), float("inf")
+SLOTS = st.integers(1, 5)  # the example's five keys, numbered by its number_keys
+KEYS = st.builds(lambda machine, slot: machine.numbering(slot), st.runner(), SLOTS)
+PINNED = st.frozensets(KEYS, max_size=2)
+FIXED_COSTS = [CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(100.0, 30.0), CostSample(60.0, 10.0), CostSample(20.0, 20.0),
+               CostSample(10.0, 30.0), CostSample(NAN, 1.0), CostSample(1.0, INF), CostSample(-1.0, 0.0), CostSample(1.5, 1.0)]  # net 0.5: in (0, 1]
+WITHOUT_NET_BENEFIT = [CostSample(20.0, 20.0), CostSample(10.0, 30.0)]  # rejected (BEN-ADMIT-2)
+# Mostly a few fixed samples, so that scores tie (BEN-VICTIM-2); sometimes any pair of doubles.
+# Every strategy is built once: Hypothesis validates each new strategy it draws from, and the
+# shrinker replays each example hundreds of times.
+EACH_FIXED_COST = [st.just(cost) for cost in FIXED_COSTS]
+ANY_COST = st.builds(CostSample, st.floats(0.0, 500.0), st.floats(0.0, 500.0))
+COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(lambda i: EACH_FIXED_COST[i] if i < len(FIXED_COSTS) else ANY_COST)
+ABOVE_SMALL_INTS = 257  # CPython keeps one object for each int up to 256: above, `is` no longer means ==
+# By slot (segment ids are numbered as keys are): shares that are not whole, a size above the
+# small ints, and a segment of 0 bytes, which releases nothing.
+SEGMENT_SIZES = {**COMMON_SEGMENT_SIZES, 4: 300, 5: 0}
+EVERY_BYTE = 10**6  # more than every entry holds: the victims list the whole order (BEN-VICTIM-2)
+
+
+def wire_int(value: int) -> int:
+    """A new int object equal to ``value``, as each integer read from the protocol is."""
+    return int(str(value))
+
+
+SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), wire_int(SEGMENT_SIZES[slot])), st.runner(),
+                     st.sampled_from(sorted(SEGMENT_SIZES)))
+
+
+DISTINCT_SEGMENTS = st.lists(SEGMENTS, unique=True, max_size=3)
+FLAWS = st.integers(0, 15)
+
+
+@no_type_check  # typeguard cannot check Hypothesis's DrawFn
+@st.composite
+def shared_segments(draw: st.DrawFn) -> list[tuple[int, int]]:
+    """Distinct segments of consistent sizes, mostly; now and then a conflicting size, larger or
+    smaller, or a repeated id (BEN-ADMIT-1)."""
+    shared = draw(DISTINCT_SEGMENTS)
+    flaw = draw(FLAWS)
+    if shared and flaw == 0:
+        shared[-1] = (shared[-1][0], shared[-1][1] + 1)
+    if shared and flaw == 1:
+        shared.append(shared[0])
+    if shared and flaw == 2:
+        shared[-1] = (shared[-1][0], abs(shared[-1][1] - 1))
+    return shared
+
+
+# Whole-domain values (BEN-CONF-1 to BEN-CONF-8): the bounds, and what a narrower integer keeps.
+WIDE_COUNTS = [INT64_MAX, -1, 2**32, ABOVE_SMALL_INTS]
+WIDE_PROBABILITIES = [NAN, INF, 1.5, -0.5, 5e-324]
+WIDE_DECAYS = [NAN, 1.0, 0.0, -INF, INF, 1.0 - 2**-53]
+
+
+USUAL = {  # each knob around its edges
+    "probation_byte_budget": st.sampled_from([0, 8, 20, 40, 10**6]) | st.integers(-1, 64),
+    "persistence_hit_threshold": st.sampled_from([1, 2, 3]) | st.integers(0, 4),
+    "min_reuse_probability": st.sampled_from([0.0, 0.01, 0.5, 1.0]),
+    "decay_factor": st.sampled_from([0.5, 0.9, 0.99]),
+    "grace_observations": st.sampled_from([0, 1, 3, 32]),
+    "ghost_capacity": st.sampled_from([0, 1, 2, 4096]),
+    "ghost_max_age_observations": st.sampled_from([0, 2, 5, 1024]),
+}
+WIDE = {"probation_byte_budget": WIDE_COUNTS, "persistence_hit_threshold": [*WIDE_COUNTS, 2**32 - 1],  # BEN-CONF-2: a 32-bit count
+        "min_reuse_probability": WIDE_PROBABILITIES,
+        "decay_factor": WIDE_DECAYS, "grace_observations": WIDE_COUNTS, "ghost_capacity": WIDE_COUNTS, "ghost_max_age_observations": WIDE_COUNTS}
+
+
+def configs(one_in: int = 8) -> st.SearchStrategy[BenefitConfig]:
+    """Each knob around its edges, and one draw in ``one_in`` from its whole domain."""
+    return st.builds(BenefitConfig, **{knob: now_and_then(usual, WIDE[knob], one_in) for knob, usual in USUAL.items()})
+
+
+# The default configuration with one knob from its whole domain: a bound misplaced on that knob
+# alone decides whether it is refused (BEN-CONF-8).
+WIDE_ALONE = [replace(BenefitConfig(), **{knob: value}) for knob, values in WIDE.items() for value in values]
+
+
+CONFIGURED = precondition(lambda self: self.reference is not None)  # an operation needs an accepted configuration
+
+
+class BenefitMachine(RuleBasedStateMachine):
+    """Subclassed by ``benefit_machine_for`` with the implementation under test."""
+
+    implementation: Implementation
+    fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
+    examples: int = 0
+    first_failure: Divergence | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).examples += 1
+        self.reference: BenefitPolicy | None = None
+        self.step = 0
+
+    def diverge(self, clauses: list[str], detail: str, expected: object, actual: object, consistent_with: tuple[str, ...] = ()) -> Divergence:
+        return Divergence(clauses, f"operation {self.step}: {detail}", request=self.step, expected=expected, actual=actual, config=None, trace=[],
+                          benefit={"config": self.config_wire, "operations": list(self.operations)}, consistent_with=consistent_with)
+
+    @initialize(config=configs())
+    def configure(self, config: BenefitConfig) -> None:
+        """BEN-CONF-8: both accept the configuration, or both refuse it."""
+        self.adapter: BenefitAdapter = Located(started(self.implementation, self.fresh_each_example), self.where)  # type: ignore[assignment]
+        self.offer_configuration(config)
+
+    def offer_configuration(self, config: BenefitConfig) -> None:
+        self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
+        self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
+        self.step = 0  # operations are numbered from the configuration they follow
+        self.agreed_clock = 0  # and the clock starts again (BEN-CLOCK-1)
+        try:
+            self.reference = BenefitPolicy(config)
+            refused_by = None
+        except ConfigError as error:
+            refused_by = error.clause
+        try:
+            self.adapter.configure_benefit(config)
+            accepted = True
+        except ConfigRefused:
+            accepted = False
+        if (refused_by is None) != accepted:
+            clause = refused_by or "BEN-CONF-8"
+            raise self.diverge([clause, "BEN-CONF-8"], f"{config}: expected {'refused' if refused_by else 'accepted'}",
+                               "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
+        if refused_by is not None:
+            self.reference = None
+
+    @precondition(lambda self: self.reference is None)  # while refused, nothing but this step is enabled
+    @rule(config=configs())
+    def configure_after_refusal(self, config: BenefitConfig) -> None:
+        """Both refused the configuration: another replaces it (PROTO-20), so that an example tries
+        many configurations, the whole-domain ones among them, and still runs operations."""
+        self.offer_configuration(config)
+
+    @initialize(numbering=st.sampled_from(KEY_NUMBERINGS))
+    def number_keys(self, numbering: Numbering) -> None:
+        """BEN-KEY-1: how this example numbers its keys and segment ids (plain ones first, for shrinking)."""
+        self.numbering = numbering
+
+    def where(self) -> Location:
+        """Where a fault happened: the configuration, or the operation being sent (the operations end with it)."""
+        label = f"operation {self.step}" if self.step else "the configuration"
+        return Location(label, self.step, benefit={"config": self.config_wire, "operations": list(self.operations)})
+
+    def teardown(self) -> None:
+        """Keep the run's first failure: an implementation that fails otherwise on a replay leaves
+        Hypothesis nothing else to report (PROTO-7)."""
+        failure = sys.exc_info()[1]
+        if isinstance(failure, Divergence) and type(self).first_failure is None:
+            type(self).first_failure = failure
+
+    agreed_clock = 0  # the clock of the last state both agreed on (BEN-CLOCK-1 starts it at 0)
+    state_checked = True  # off while a long run of operations is checked by its results alone
+
+    def agree(self, operation: str, clauses: Callable[[], list[str] | Diagnosis], expected: object, actual: object) -> None:
+        """The results of one operation, then (state level) the whole state, must agree; ``clauses``
+        diagnoses a difference in the results, and runs only when there is one."""
+        state_level = self.adapter.level == "state"
+        if expected != actual:
+            found = clauses()
+            diagnosis = found if isinstance(found, Diagnosis) else consistent(*found)
+            diagnosis = by_variants(diagnosis, self.config_wire, self.operations, actual, state_level)
+            raise self.diverge(diagnosis.clauses, f"{operation}: expected {expected!r}, got {actual!r}{diagnosis.evidence}", expected, actual,
+                               diagnosis.consistent_with)
+        if state_level and self.state_checked:
+            self.agree_on_state(operation, actual)
+
+    def agree_on_state(self, operation: str, actual: object) -> None:
+        assert self.reference is not None
+        want, got = state_of(self.reference), self.adapter.benefit_state()
+        if want != got or negative_zero_score(got):
+            diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
+            diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, True, of_state=True)
+            raise self.diverge(diagnosis.clauses, f"after {operation}: expected {want}, got {got}{diagnosis.evidence}", want, got,
+                               diagnosis.consistent_with)
+        self.agreed_clock = want.clock
+
+    def results_only(self, run: Callable[[], object], operation: str) -> None:
+        """``run``'s operations checked by their results, the state once after the last: hundreds of
+        them stay cheap."""
+        self.state_checked = False
+        try:
+            actual = run()
+        finally:
+            self.state_checked = True
+        if self.adapter.level == "state":
+            self.agree_on_state(operation, actual)
+
+    @CONFIGURED
+    @rule(key=KEYS, exclusive=st.sampled_from([0, 1, 3, 8, 10, 16]), shared=shared_segments(), cost=COSTS, pinned=PINNED)
+    def offer(self, key: int, exclusive: int, shared: list[tuple[int, int]], cost: CostSample, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append(offer(key, exclusive, shared, *cost, tuple(sorted(pinned))))
+        expected = self.reference.consider_admission(key, exclusive, shared, cost, pinned)
+        actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
+        self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
+                   lambda: offer_clauses(expected, actual), expected, actual)
+
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
+    def twins(self, keys: list[int], exclusive: int, cost: CostSample) -> None:
+        """Two entries offered and hit alike, the larger key first: their scores tie (BEN-VICTIM-2)."""
+        for key in sorted(keys, reverse=True):
+            self.offer(key, exclusive, [], cost, frozenset())
+        for key in sorted(keys, reverse=True):
+            self.hit(key, cost)
+        self.victims(EVERY_BYTE, frozenset())
+
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=3, max_size=3, unique=True), exclusive=st.sampled_from([1, 8]),
+          rejected=st.sampled_from(WITHOUT_NET_BENEFIT))
+    def rejection_then_victims(self, keys: list[int], exclusive: int, rejected: CostSample) -> None:
+        """Offers without net benefit must not move the clock (BEN-ADMIT-2, findings F-15); had
+        they, it would show at the results level twice over. Two admissions, one rejection fewer
+        than the grace window is long (one at least), then victims for both: the older entry, and
+        only it, would have left grace, and the victims would come in another order. Then the
+        older entry hit, removed and offered again (its ghost taken over: ghosts are kept), removed
+        again, as many rejections as its ghost may age, offered again and hit: the ghost is still
+        there, and the hits it carries decide a decision or a promotion; it would have expired
+        (BEN-GHOST-4). A ghost never kept (BEN-GHOST-1) shows at the first re-offer instead."""
+        assert self.reference is not None
+        first, second, refused = keys
+        self.offer(first, exclusive, [], FIXED_COSTS[0], frozenset())
+        self.offer(second, exclusive, [], FIXED_COSTS[3], frozenset())
+        self.reject(refused, exclusive, rejected, self.reference.config.grace_observations - 1)
+        self.victims(2 * exclusive, frozenset())
+        age = self.reference.config.ghost_max_age_observations
+        if not 0 < age <= 64:
+            return  # a ghost that expires at once, or that 64 rejections would not age out, shows nothing
+        self.hit(first, FIXED_COSTS[0])
+        self.remove(first, frozenset())
+        self.offer(first, exclusive, [], FIXED_COSTS[0], frozenset())
+        self.remove(first, frozenset())
+        self.reject(refused, exclusive, rejected, age)
+        self.offer(first, exclusive, [], FIXED_COSTS[0], frozenset())
+        self.hit(first, FIXED_COSTS[0])
+
+    def reject(self, key: int, exclusive: int, rejected: CostSample, times: int) -> None:
+        """``times`` offers without net benefit (one at least, 64 at most)."""
+        for _ in range(min(max(times, 1), 64)):
+            self.offer(key, exclusive, [], rejected, frozenset())
+
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), segment=SEGMENTS, exclusive=st.sampled_from([0, 1, 3]), cost=COSTS)
+    def shared_prefix(self, keys: list[int], segment: tuple[int, int], exclusive: int, cost: CostSample) -> None:
+        """Entries that share one segment, as requests share a prompt prefix (BEN-LEDGER-3, BEN-VICTIM-4),
+        then an outsider (slot 0, no pool key) that offers it a byte smaller: a conflict (BEN-ADMIT-1)."""
+        for key in keys:
+            self.offer(key, exclusive, [(segment[0], wire_int(segment[1]))], cost, frozenset())
+        self.offer(self.numbering(0), exclusive, [(segment[0], abs(segment[1] - 1))], cost, frozenset())
+
+    @CONFIGURED
+    @rule(keys=st.lists(KEYS, min_size=2, max_size=3, unique=True))
+    def ghost_churn(self, keys: list[int]) -> None:
+        """Entries that share a segment of 0 bytes offered, the first hit, all removed, then the first
+        offered again: their ghosts fill small tables, the smallest (last_observation, key) dropped
+        first whatever its weights (BEN-GHOST-2), the re-offer takes its ghost over (BEN-ADMIT-5), and the empty segment goes
+        with its last reference, not its first (BEN-LEDGER-2, in the cap's scratch ledger too)."""
+        empty = (self.numbering(5), wire_int(SEGMENT_SIZES[5]))
+        for key in keys:
+            self.offer(key, 8, [empty], FIXED_COSTS[0], frozenset())
+        self.hit(keys[0], FIXED_COSTS[0])
+        for key in keys:
+            self.remove(key, frozenset())
+        self.offer(keys[0], 8, [], FIXED_COSTS[0], frozenset())
+
+    def fill_ghosts(self) -> None:
+        """One ghost more than a table of 257 holds (BEN-GHOST-2, BEN-GHOST-3), then the oldest key
+        offered again: its ghost is gone."""
+        fresh = [self.numbering(len(SEGMENT_SIZES) + n) for n in range(1, ABOVE_SMALL_INTS + 2)]
+
+        def run() -> None:
+            for key in fresh:
+                self.offer(key, 1, [], FIXED_COSTS[0], frozenset())
+                self.remove(key, frozenset())
+            self.offer(fresh[0], 1, [], FIXED_COSTS[0], frozenset())
+
+        self.results_only(run, f"{2 * len(fresh) + 1} offers and removals")
+
+    def hit_to_threshold(self, key: int) -> None:
+        """An entry hit 257 times, as often as the threshold asks: it is promoted (BEN-HIT-2)."""
+        self.offer(key, 8, [], FIXED_COSTS[0], frozenset())
+        self.results_only(lambda: [self.hit(key, FIXED_COSTS[0]) for _ in range(ABOVE_SMALL_INTS)], f"{ABOVE_SMALL_INTS} hits of {key}")
+
+    def ghosts_past_their_age(self) -> None:
+        """A ghost remembered at each of the first observations, then offers until the clock is well
+        past ghost_max_age_observations: each expires exactly when BEN-GHOST-4 says."""
+        keys = [self.numbering(slot) for slot in range(1, 6)]
+        for key in keys:
+            self.offer(key, 1, [], FIXED_COSTS[0], frozenset())
+            self.remove(key, frozenset())
+        for key in keys:
+            self.offer(key, 1, [], FIXED_COSTS[0], frozenset())
+
+    def offer_many_segments(self) -> None:
+        """An offer of 257 segments of 1 byte (BEN-ADMIT-1 counts their ids), then its removal."""
+        shared = [(self.numbering(len(SEGMENT_SIZES) + n), wire_int(1)) for n in range(1, ABOVE_SMALL_INTS + 1)]
+        self.offer(self.numbering(1), 1, shared, FIXED_COSTS[0], frozenset())
+        self.remove(self.numbering(1), frozenset())
+
+    def zero_scores(self) -> None:
+        """Two entries hit with samples of no net benefit, (-0.0, 0.0) on the larger key: both score
+        +0.0 and tie, and the key decides (BEN-COST-2, BEN-VICTIM-2, findings F-19). Under a floor
+        of -0.0, an entry never observed (reuse probability 0) scores +0.0 too (BEN-SCORE-2)."""
+        self.offer(self.numbering(3), 8, [], FIXED_COSTS[0], frozenset())
+        self.offer(self.numbering(2), 8, [], FIXED_COSTS[0], frozenset())
+        self.offer(self.numbering(1), 8, [], FIXED_COSTS[0], frozenset())
+        self.hit(self.numbering(2), CostSample(-0.0, 0.0))
+        self.hit(self.numbering(1), CostSample(0.0, 0.0))
+        self.victims(EVERY_BYTE, frozenset())
+
+    def nothing_offered_and_ghosts_decayed(self) -> None:
+        """An offer of no bytes and no segment (BEN-ADMIT-4's zero-exclusive-bytes), then a ghost
+        that pressure decays (BEN-DECAY-2 runs over the ghosts too) before its key is offered
+        again and takes it over (BEN-ADMIT-5): its weights carry the decay."""
+        nothing, returning = self.numbering(1), self.numbering(2)
+        self.offer(nothing, 0, [], FIXED_COSTS[0], frozenset())
+        self.offer(returning, 8, [], FIXED_COSTS[0], frozenset())
+        self.hit(returning, FIXED_COSTS[0])
+        self.remove(returning, frozenset())
+        self.pressure(0.5)
+        self.offer(returning, 8, [], FIXED_COSTS[0], frozenset())
+
+    def bytes_at_the_bound(self) -> None:
+        """Exclusive bytes and segments held at exactly 2**53 (BEN-KEY-2, findings F-17): the freed
+        bytes, the probation charge and the shortfall reach it."""
+        first, second, third = (self.numbering(slot) for slot in (1, 2, 3))
+        self.offer(first, 2**52, [], FIXED_COSTS[0], frozenset())
+        self.offer(second, 2**52 - 8, [(self.numbering(4), 4), (self.numbering(5), 4)], FIXED_COSTS[0], frozenset())
+        self.offer(third, 0, [(self.numbering(4), 4)], FIXED_COSTS[3], frozenset())
+        self.cap(frozenset({first, second, third}))
+        self.victims(INT64_MAX, frozenset())
+
+    @CONFIGURED
+    @rule(key=KEYS, cost=COSTS)
+    def hit(self, key: int, cost: CostSample) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append(hit(key, *cost))
+        expected, actual = self.reference.record_hit(key, cost), self.adapter.record_hit(key, cost)
+        self.agree(f"record_hit({key}, {cost})", lambda: hit_clauses(cost), expected, actual)
+
+    @CONFIGURED
+    @rule(key=KEYS)
+    def miss(self, key: int) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append({"cmd": "record_miss", "key": key})
+        self.reference.record_miss(key)
+        self.adapter.record_miss(key)
+        self.agree(f"record_miss({key})", lambda: ["BEN-MISS-1"], None, None)
+
+    @CONFIGURED
+    @rule(pressure=st.sampled_from([0.0, 0.5, 1.0, NAN, INF, -INF, 2.0]) | st.floats(0.0, 1.0))
+    def pressure(self, pressure: float) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append({"cmd": "observe_pressure", "pressure": to_double(pressure)})
+        self.reference.observe_pressure(pressure)
+        self.adapter.observe_pressure(pressure)
+        self.agree(f"observe_pressure({pressure})", lambda: ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
+
+    @CONFIGURED
+    @rule(bytes_to_free=st.sampled_from([1, 2, 5, 10, 20]) | st.integers(0, 60), pinned=PINNED)
+    def victims(self, bytes_to_free: int, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append(victims(bytes_to_free, tuple(sorted(pinned))))
+        expected = self.reference.choose_victims(bytes_to_free, pinned)
+        actual = self.adapter.choose_victims(bytes_to_free, pinned)
+        reference = self.reference
+        self.agree(f"choose_victims({bytes_to_free}, {set(pinned)})", lambda: victim_clauses(reference, expected, actual, pinned), expected, actual)
+
+    @CONFIGURED
+    @rule(pinned=PINNED)
+    def cap(self, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append({"cmd": "select_probation_cap_victims", "pinned": sorted(pinned)})
+        expected = self.reference.select_probation_cap_victims(pinned)
+        actual = self.adapter.select_probation_cap_victims(pinned)
+        self.agree(f"select_probation_cap_victims({set(pinned)})", lambda: cap_clauses(actual, pinned), expected, actual)
+
+    @CONFIGURED
+    @rule(key=KEYS, pinned=PINNED)
+    def remove(self, key: int, pinned: frozenset[int]) -> None:
+        if self.reference is None:
+            return
+        self.step += 1
+        self.operations.append({"cmd": "remove", "key": key, "pinned": sorted(pinned)})
+        removed = self.reference.remove(key, pinned)
+        expected = None if removed is None else removed[1]
+        actual = self.adapter.remove(key, pinned)
+        self.agree(f"remove({key}, {set(pinned)})", lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
+
+
+def probe_divergence(implementation: Implementation) -> Divergence | None:
+    """The probes, in order, on the running implementation (a fresh one after a failure): WIDE_ALONE,
+    every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
+    ghost table overflowed, a threshold reached and an offer of that many segments; an offer that
+    names one segment twice; ghosts of every age up to well past the limit; scores of zero, one
+    from a sample (-0.0, 0.0); the bytes held at 2**53; an offer of nothing, and a ghost decayed
+    before its take-over. The first
+    Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
+    would go unmet in a quick run, and each would make every example dearer to draw and shrink;
+    sent after the machine, they cost nothing to an implementation it has already caught."""
+    machine = benefit_machine_for(implementation)()
+    machine.number_keys(KEY_NUMBERINGS[0])
+    try:
+        for probe in WIDE_ALONE:
+            machine.configure(probe)
+        machine.configure(replace(BenefitConfig(), ghost_capacity=ABOVE_SMALL_INTS))
+        machine.fill_ghosts()
+        machine.configure(replace(BenefitConfig(), persistence_hit_threshold=ABOVE_SMALL_INTS))
+        machine.hit_to_threshold(1)
+        machine.configure(BenefitConfig())
+        machine.offer_many_segments()
+        machine.offer(machine.numbering(1), 1, [(machine.numbering(1), 4)] * 2, FIXED_COSTS[0], frozenset())  # BEN-ADMIT-1
+        machine.configure(replace(BenefitConfig(), ghost_max_age_observations=2))
+        machine.ghosts_past_their_age()
+        machine.configure(replace(BenefitConfig(), persistence_hit_threshold=1, grace_observations=0, min_reuse_probability=-0.0))
+        machine.zero_scores()
+        machine.configure(replace(BenefitConfig(), grace_observations=0))
+        machine.bytes_at_the_bound()
+        machine.configure(BenefitConfig())
+        machine.nothing_offered_and_ghosts_decayed()
+    except Unshrinkable as stop:
+        return stop.fault
+    except Divergence as divergence:
+        return divergence
+    return None
+
+
+def benefit_machine_for(implementation: Implementation, fresh_each_example: bool = False) -> type[BenefitMachine]:
+    return type("CertifyBenefit", (BenefitMachine,), {"implementation": implementation, "fresh_each_example": fresh_each_example})

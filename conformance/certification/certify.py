@@ -1,0 +1,182 @@
+"""Run the certification machine against an implementation, reproducibly from a seed."""
+
+import itertools
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.errors import Flaky
+from hypothesis.internal.conjecture import providers
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import run_state_machine_as_test
+
+from kvspec.adapters import Implementation
+from kvspec.adapters.benefit import BenefitAdapter
+from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
+from kvspec.conformance.certification.benefit_machine import benefit_machine_for
+from kvspec.conformance.certification.benefit_machine import probe_divergence as benefit_probe_divergence
+from kvspec.conformance.certification.faults import Unshrinkable, reset_difference
+from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.machine import machine_for, probe_divergence
+from kvspec.conformance.core.workloads import Pins
+from kvspec.reference import ConfigError, ReplayConfig, make_policy
+from kvspec.reference.benefit import BenefitConfig
+
+PROFILES = {
+    # CI: a few seconds an adapter kind; catches every mutant of the gallery.
+    "quick": settings(max_examples=150, stateful_step_count=25),
+    # Certification: minutes; longer traces, more configurations.
+    "thorough": settings(max_examples=2000, stateful_step_count=60),
+}
+UNSHRUNK = "(not shrunk: every replay would wait out the deadline again; the counterexample is the example as it ran)"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One shrunk failure: a Divergence (a Fault, when the implementation failed rather than
+    answered differently), or the implementation breaking the protocol outside any example."""
+
+    message: str
+    steps: str
+    divergence: Divergence | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One policy's verdict: a shrunk failure for each check that failed, the earliest first."""
+
+    policy: str
+    examples_per_second: float
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def conforms(self) -> bool:
+        return not self.findings
+
+    @property
+    def message(self) -> str:
+        return "\n".join(finding.message for finding in self.findings)
+
+
+def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0,
+                   pins: Pins = Pins()) -> Outcome:
+    """Certify ``implementation`` on ``policy``. Each check that fails (a configuration, the hit
+    tokens, the scan's side effects, the queues, the resident count, a fault: each raises from its
+    own line) is shrunk on its own, as Hypothesis does for distinct failures.
+
+    First, one implementation is configured twice alike and sent the same requests twice
+    (PROTO-7); if it answers differently, that is a finding, and every example then gets a fresh
+    implementation so that the other findings replay. A failing example is always replayed on a
+    fresh implementation. An implementation that still fails one way and then another is a finding
+    too, never an error of kvspec's. Where the machine found nothing, the probes it cannot be sure
+    to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed."""
+    implementation = Implementation.of(implementation)
+    reset = reset_finding(implementation, policy, pins)
+    fresh = reset is not None
+    if policy == "benefit":
+        machine = seed(seed_value)(benefit_machine_for(implementation, fresh))
+    else:
+        machine = seed(seed_value)(machine_for(implementation, policy, pins, fresh))
+    chosen = settings(
+        PROFILES[profile],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.shrink],
+        report_multiple_bugs=True,
+    )
+    reported: list[str] = []
+    found: list[Finding] = [reset] if reset is not None else []
+    started = time.perf_counter()
+    try:
+        with with_reporter(reported.append), global_constants_only():
+            run_state_machine_as_test(machine, settings=chosen)  # type: ignore[arg-type]
+    except Unshrinkable as stop:
+        found.append(finding(stop.fault, [UNSHRUNK]))
+    except Flaky:
+        found.append(nondeterministic(machine.first_failure, reported))
+    except (Divergence, ExceptionGroup) as failure:
+        failures = failure.exceptions if isinstance(failure, ExceptionGroup) else (failure,)
+        if not all(isinstance(each, Divergence) for each in failures):
+            raise
+        found += [finding(each, reported) for each in failures]
+    rate = machine.examples / (time.perf_counter() - started)
+    if not found:
+        probed = benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins)
+        if probed is not None:
+            found.append(finding(probed, []))
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)))
+
+
+@contextmanager
+def global_constants_only() -> Iterator[None]:
+    """A seed names the same examples however kvspec is installed and whatever implementation it
+    certifies. Hypothesis draws a few of its integers and floats from the literals of "local"
+    modules, those outside site-packages: kvspec's own under an editable install, an in-process
+    adapter's module. So during a certification it sees no local module, as under a regular
+    install certifying over the protocol. (Hypothesis has no setting for this: its provider's
+    module function is replaced, and its cache of permitted constants emptied on both sides.)"""
+    local_constants = providers._get_local_constants
+    providers._get_local_constants = providers.Constants
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local_constants
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
+def finding(failure: BaseException, reported: list[str]) -> Finding:
+    divergence = failure if isinstance(failure, Divergence) else None
+    steps = [*getattr(failure, "__notes__", []), *reported]  # Hypothesis attaches the shrunk steps as notes
+    return Finding(str(failure), "\n".join(steps), divergence)
+
+
+def nondeterministic(first: Divergence | None, reported: list[str]) -> Finding:
+    """PROTO-7: an example failed, and failed otherwise (or not at all) when replayed on a fresh
+    implementation: its answers depend on more than its configuration and requests."""
+    seen = f" ({first})" if first is not None else ""
+    detail = f"the implementation is not deterministic: an example failed{seen}, and replayed on a fresh implementation it did not fail the same way"
+    if first is None:
+        return Finding(f"PROTO-7: {detail}", "\n".join(reported), None)
+    divergence = Divergence(["PROTO-7", *first.clauses], detail, request=first.request, expected=first.expected, actual=first.actual,
+                            config=first.config, trace=first.trace, benefit=first.benefit)
+    return Finding(str(divergence), "\n".join(reported), divergence)
+
+
+def reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Finding | None:
+    """PROTO-7, PROTO-20: a configure that does not reset, found by configuring twice alike. A
+    fault on the way is left for the machine to find, shrink and report."""
+    config = benefit_probe_config() if policy == "benefit" else replay_probe_config(policy, pins)
+    try:
+        difference = reset_difference(implementation.current(), config)
+    except AdapterFailure:
+        return None
+    return None if difference is None else Finding(str(difference), "", difference)
+
+
+def replay_probe_config(policy: str, pins: Pins) -> AdapterConfig:
+    """The smallest cache from 6 blocks up that the spec accepts with the pinned knobs."""
+    ratio = 0.5 if pins.small_ratio is None else pins.small_ratio
+    max_freq = 3 if pins.max_freq is None else pins.max_freq
+    for capacity in itertools.chain(range(6, 64), (2**k for k in range(6, 63))):
+        try:
+            make_policy(ReplayConfig(policy, capacity, 1, ratio, max_freq))  # type: ignore[arg-type]
+        except ConfigError:
+            continue
+        return AdapterConfig(policy, capacity, 1, ratio, max_freq)  # type: ignore[arg-type]
+    raise AssertionError(f"no capacity is valid at small_ratio {ratio}")  # Pins.check refuses such a ratio
+
+
+def benefit_probe_config() -> BenefitConfig:
+    """Small enough that the fixed operations admit, promote, evict and remember ghosts."""
+    return BenefitConfig(probation_byte_budget=20, persistence_hit_threshold=1, grace_observations=1, ghost_capacity=2,
+                         ghost_max_age_observations=5)
+
+
+def earliest(finding: Finding) -> tuple[int, int, str]:
+    """Configuration first, then by request; a protocol failure last."""
+    divergence = finding.divergence
+    return (0, divergence.request, finding.message) if divergence is not None else (1, 0, finding.message)

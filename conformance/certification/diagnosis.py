@@ -1,0 +1,509 @@
+"""Which clause a divergence points at: the diagnosis a report leads with.
+
+A diagnosis names a clause only when its broken rule explains the symptom on the implementation's
+own state, and says "consistent with" where more than one rule would, or where the state cannot
+be seen. The evidence, strongest first:
+
+1. At the state level, the implementation's own queues against every invariant (S3-INV-1 to
+   S3-INV-3, S3-QUEUE-2, S3-FREQ-1, REPLAY-QUEUE-1; LRU-CAP-1, FIFO-CAP-1): a broken one leads.
+2. Variants of the spec with one rule broken (the mutant gallery, conformance/galleries/mutants.py): at the
+   state level each starts from the implementation's own queues before the request, and is named
+   when it gives exactly the implementation's queues after it; at the results level each replays
+   the whole trace, and the diagnosis is consistent with every variant that gives every answer
+   the implementation gave.
+3. At the state level, each block whose place differs is traced to the rule the spec applied to
+   it during the request (S to M is S3-ADMIT-S-2, M to G is S3-ADMIT-M-3, ...).
+4. At the results level, the implementation's own prefix scan is asked, block by block, which
+   blocks it holds (the scan changes nothing, REPLAY-PREFIX-3): a hit-token difference is read
+   against those blocks, not against the reference's.
+5. A valid configuration the implementation refuses: it is asked to configure a typical cache
+   with one knob of that configuration at a time, and the knob it refuses names the clause.
+
+Clauses are the policy's own: an LRU or FIFO difference never cites an S3 clause.
+"""
+
+import math
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
+from kvspec.conformance.core.citations import cited
+from kvspec.conformance.galleries.mutants import MUTANT_CLASSES, CanonicalS3FIFO, is_int
+from kvspec.reference import S3FIFO, ConfigError, ReplayConfig, make_policy
+from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
+from kvspec.reference.s3fifo import derive_caps
+
+Request = tuple[list[int], int]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """``named``: clauses shown broken on the implementation's own state, the leading one first;
+    ``consistent``: clauses a break of each of which would explain the difference, none singled
+    out; ``evidence``: what shows it, for the message."""
+
+    named: tuple[str, ...] = ()
+    consistent: tuple[str, ...] = ()
+    evidence: str = ""
+
+    @property
+    def clauses(self) -> list[str]:
+        return list(dict.fromkeys(self.named + self.consistent))
+
+    @property
+    def consistent_with(self) -> tuple[str, ...]:
+        return tuple(c for c in self.clauses if c not in self.named)
+
+
+def named(*clauses: str, evidence: str = "") -> Diagnosis:
+    return Diagnosis(named=clauses, evidence=evidence)
+
+
+def consistent(*clauses: str, evidence: str = "") -> Diagnosis:
+    return Diagnosis(consistent=clauses, evidence=evidence)
+
+
+def own(policy: str, clauses: Iterable[str]) -> list[str]:
+    """The clauses a policy's verdict may cite: the replay's and its own."""
+    prefix = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}[policy]
+    return [c for c in clauses if c.startswith(("REPLAY-", prefix))]
+
+
+def eviction_clauses(policy: str) -> tuple[str, ...]:
+    """What decides which blocks stay resident, for a residency difference nothing narrows down."""
+    if policy == "s3fifo":
+        return ("S3-ACCESS-4", "S3-ADMIT-S-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
+                "S3-ADMIT-M-3", "S3-ACCESS-3", "S3-GHOST-2", "S3-CONF-2", "S3-CONF-4")
+    name = policy.upper()
+    return (f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
+
+
+def count_clauses(policy: str) -> tuple[str, ...]:
+    """The clause that makes the resident count the number of resident blocks."""
+    return ("S3-FINAL-1",) if policy == "s3fifo" else (f"{policy.upper()}-CAP-1",)
+
+
+# -- the configuration ----------------------------------------------------------------------------
+
+KNOB_CLAUSES = {"capacity": "REPLAY-CONF-1", "block_size": "REPLAY-CONF-2", "small_ratio": "S3-CONF-1", "max_freq": "S3-CONF-6"}
+
+
+def spec_accepts(config: AdapterConfig) -> bool:
+    try:
+        make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
+    except ConfigError:
+        return False
+    return True
+
+
+def accepted_wrongly(config: AdapterConfig, refused_by: str) -> Diagnosis:
+    """The spec refuses ``config`` by ``refused_by``, and the implementation accepted it."""
+    if refused_by != "S3-CONF-5" or config.capacity < 2:
+        return named(refused_by)  # at capacity 1, no small_cap gives both queues an entry
+    # The implementation's small_cap is not visible: another one (S3-CONF-2) or no check (S3-CONF-5).
+    product = config.capacity * config.small_ratio
+    if math.floor(product) != math.ceil(product):  # another rounding of the product gives both queues an entry
+        return consistent("S3-CONF-2", "S3-CONF-5", evidence=f"; {config.capacity} × {config.small_ratio} = {product!r} rounds to "
+                          f"{round(product)} (S3-CONF-2), and rounded the other way it gives both queues an entry")
+    return consistent("S3-CONF-5", "S3-CONF-2", evidence=f"; {config.capacity} × {config.small_ratio} = {product!r} leaves a queue "
+                      "without an entry unless small_cap is moved off it")
+
+
+def refused_wrongly(adapter: Adapter, config: AdapterConfig) -> Diagnosis:
+    """The spec accepts ``config`` and the implementation refused it: which knob it refuses,
+    found by asking it to configure a typical cache with that one knob changed."""
+    typical = AdapterConfig(config.policy, 100, 16, 0.5, 3)
+    if accepts(adapter, typical) is not True:
+        return consistent(*refusal_group(config), evidence=f"; it does not accept {typical} either")
+    refused = []
+    for knob, clause in KNOB_CLAUSES.items():
+        probe = AdapterConfig(**{**vars(typical), knob: getattr(config, knob)})
+        if spec_accepts(probe) and accepts(adapter, probe) is False:
+            refused.append(clause if config.policy == "s3fifo" or knob in ("capacity", "block_size") else "REPLAY-CONF-3")
+    if refused:
+        return named(*dict.fromkeys(refused), evidence=f"; it accepts {typical} with every other knob of this configuration")
+    if config.policy == "s3fifo" and int(config.capacity * config.small_ratio) < 1:
+        return named("S3-CONF-2", "S3-CONF-5", evidence=f"; int({config.capacity} × {config.small_ratio}) is 0 where round() gives 1 (S3-CONF-2)")
+    return consistent(*refusal_group(config))
+
+
+def refusal_group(config: AdapterConfig) -> tuple[str, ...]:
+    if config.policy == "s3fifo":
+        return ("S3-CONF-2", "S3-CONF-5", "S3-CONF-3", "S3-CONF-6", "REPLAY-CONF-1", "REPLAY-CONF-2")
+    return ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
+
+
+def accepts(adapter: Adapter, config: AdapterConfig) -> bool | None:
+    """Whether the implementation accepts ``config``; None when it fails to answer (untrusted code:
+    any exception is no evidence, and the divergence already found is the finding)."""
+    try:
+        adapter.configure(config)
+    except ConfigRefused:
+        return False
+    except Exception:  # noqa: BLE001
+        return None
+    return True
+
+
+# -- the implementation's own state: invariants ---------------------------------------------------
+
+
+def invariant_diagnosis(config: AdapterConfig, hash_ids: list[int], state: Snapshot) -> Diagnosis | None:
+    """Every invariant of the policy, checked on the implementation's own queues; None if all hold."""
+    broken: list[str] = []
+    because: list[str] = []
+    explained: list[str] = []
+    queues = {"small": [h for h, _ in state.small], "main": [h for h, _ in state.main], "ghost": list(state.ghost)}
+    for name, hashes in queues.items():
+        if len(set(hashes)) != len(hashes):
+            broken.append("REPLAY-QUEUE-1")
+            because.append(f"{name} holds a hash twice")
+    if config.policy != "s3fifo":
+        clause = f"{config.policy.upper()}-CAP-1"
+        if state.small or state.ghost:
+            broken.append(clause)
+            because.append("it reports a queue besides its one queue")
+        if len(state.main) > config.capacity:
+            broken.append(clause)
+            because.append(f"its queue holds {len(state.main)} hashes, above capacity {config.capacity}")
+        return named(*dict.fromkeys(broken), evidence="; " + "; ".join(because)) if broken else None
+    caps = derive_caps(config.capacity, config.small_ratio, config.max_freq)
+    freqs = [(h, f) for h, f in state.small + state.main]
+    wrong_type = [(h, f) for h, f in freqs if not is_int(f) or f < 0]
+    too_high = [(h, f) for h, f in freqs if is_int(f) and f > caps.max_freq]
+    if too_high and any(h in hash_ids for h, _ in too_high):
+        broken.append("S3-FREQ-2")  # only an increment raises a freq, and it saturates
+    if wrong_type or too_high:
+        broken.append("S3-FREQ-1")
+        because.append(f"freq {(wrong_type + too_high)[0][1]!r} of {(wrong_type + too_high)[0][0]} is not an integer in [0, {caps.max_freq}]")
+    pairs = (("S", "small", "M", "main"), ("S", "small", "G", "ghost"), ("M", "main", "G", "ghost"))
+    for a, one, b, other in pairs:
+        both = set(queues[one]) & set(queues[other])
+        if both:
+            broken.append("S3-QUEUE-2")
+            because.append(f"{sorted(both, key=repr)[0]!r} is in {a} and in {b}")
+    for name, clause, size, cap, why in (("S", "S3-INV-1", len(state.small), caps.small_cap, ("S3-ADMIT-S-1", "S3-CONF-2")),
+                                         ("M", "S3-INV-2", len(state.main), caps.main_cap, ("S3-ADMIT-M-1", "S3-ADMIT-M-3", "S3-CONF-3")),
+                                         ("G", "S3-INV-3", len(state.ghost), caps.ghost_cap, ("S3-GHOST-2", "S3-CONF-4"))):
+        if size > cap:
+            broken.append(clause)
+            explained += why
+            because.append(f"{name} holds {size} entries, above its size {cap}")
+    if not broken:
+        return None
+    return Diagnosis(named=tuple(dict.fromkeys(broken)), consistent=tuple(explained), evidence="; " + "; ".join(because))
+
+
+# -- the implementation's own state: a queue difference -------------------------------------------
+
+
+def queue_diagnosis(config: AdapterConfig, request: Request, before: Snapshot, expected: Snapshot, actual: Snapshot) -> Diagnosis:
+    """Queues that differ after a request, read on the implementation's queues before it (at the
+    state level they are the reference's: the two agreed after the request before)."""
+    hash_ids = request[0]
+    broken = invariant_diagnosis(config, hash_ids, actual)
+    if broken is not None:  # it leads; what the spec did to the first block placed otherwise may explain it
+        explains = config.policy == "s3fifo" and "S3-FREQ-1" not in broken.named  # a wrong freq places blocks wrongly in turn
+        placed = placement_diagnosis(config, hash_ids, before, expected, actual) if explains else Diagnosis()
+        return Diagnosis(broken.named, broken.consistent + tuple(placed.clauses), broken.evidence + placed.evidence)
+    variants = [clauses for variant, clauses in variants_for(config.policy) if from_state(variant(), config, before, request) == actual]
+    placed = placement_diagnosis(config, hash_ids, before, expected, actual) if config.policy == "s3fifo" else None
+    if variants:
+        found = variant_diagnosis(variants, "; the spec with only this rule broken, from the implementation's queues before the request, "
+                                  "gives exactly its queues after it")
+        if placed is not None and len(found.named) > 1 and placed.named and placed.named[0] in found.named:
+            return named(placed.named[0], evidence=placed.evidence + found.evidence)  # the one of the variant's rules it breaks first
+        return found
+    if placed is not None:
+        return placed
+    name = config.policy.upper()
+    if {h for h, _ in expected.main} == {h for h, _ in actual.main}:
+        return consistent(f"{name}-ACCESS-1", f"{name}-ADMIT-1", evidence="; the same blocks, in another order")
+    return consistent(f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
+
+
+def variant_diagnosis(variants: list[tuple[str, ...]], evidence: str) -> Diagnosis:
+    """Named when one rule's variant explains the difference, consistent with each when several do."""
+    clauses = tuple(dict.fromkeys(c for group in variants for c in group))
+    if len(set(variants)) == 1:
+        return named(*clauses, evidence=evidence)
+    return consistent(*clauses, evidence=evidence.replace("this rule", "one of these rules"))
+
+
+Place = tuple[str, int] | None  # (queue, freq); None: in no queue
+
+
+def places(state: Snapshot) -> dict[int, Place]:
+    found: dict[int, Place] = {h: ("S", f) for h, f in state.small}
+    found.update((h, ("M", f)) for h, f in state.main)
+    found.update((h, ("G", 0)) for h in state.ghost)
+    return found
+
+
+# The rule that moves a block from one queue to another (None: no queue).
+MOVES = {(None, "S"): "S3-ACCESS-4", ("S", "M"): "S3-ADMIT-S-2", ("S", "G"): "S3-ADMIT-S-3", ("M", "G"): "S3-ADMIT-M-3",
+         ("G", "M"): "S3-ACCESS-3", ("G", None): "S3-GHOST-2"}
+
+
+Move = tuple[int, Place, str]  # (the access, the place after it, the rule that moved the block there)
+
+
+def spec_histories(config: AdapterConfig, hash_ids: list[int], before: Snapshot) -> dict[int, list[Move]]:
+    """For each block the spec moves during the request, the places it goes through and the rule
+    that moves it each time, found by running the reference from ``before`` one access at a time."""
+    cache = S3FIFO(derive_caps(config.capacity, config.small_ratio, config.max_freq), OrderedDict(before.small), OrderedDict(before.main),
+                   OrderedDict.fromkeys(before.ghost, True))
+    histories: dict[int, list[Move]] = {}
+    old = places(before)
+    for step, h in enumerate(hash_ids):
+        cache.access(h)
+        new = places(Snapshot(tuple(cache.small.items()), tuple(cache.main.items()), tuple(cache.ghost)))
+        for block in old.keys() | new.keys():
+            was, now = old.get(block), new.get(block)
+            if was == now:
+                continue
+            if was is not None and now is not None and was[0] == now[0]:
+                clause = "S3-ADMIT-M-2" if now[1] < was[1] else ("S3-ACCESS-1" if now[0] == "S" else "S3-ACCESS-2")
+            else:
+                clause = MOVES[(was and was[0], now and now[0])]
+            histories.setdefault(block, [(-1, was, "")]).append((step, now, clause))
+        old = new
+    return histories
+
+
+def diverging_move(history: list[Move], got: Place) -> tuple[int, str, str] | None:
+    """The spec's move of a block where the implementation, which left it at ``got``, parted from
+    it: (the access, the clause it breaks, what happened); None if no move explains it."""
+    final = history[-1][1]
+    if got is None and final is not None and final[0] == "G":  # forgotten where the spec keeps it in G
+        return history[-1][0], "S3-GHOST-2", "the spec keeps it in G"
+    for i in range(len(history) - 2, 0 if history[0][1] is None else -1, -1):
+        if history[i][1] == got:  # the implementation stopped where the spec moved on
+            step, now, clause = history[i + 1]
+            return step, LEFT_IN_PLACE.get(clause, clause), f"the spec moves it on by {clause} ({describe(now)})"
+    queue = got and got[0]
+    for i in range(1, len(history)):
+        step, now, clause = history[i]
+        if (now and now[0]) == queue:  # the right queue with another freq: the move into it
+            return step, clause, f"the spec's {clause} puts it {describe(now)}"
+    for i in range(1, len(history)):
+        step, now, clause = history[i]
+        if (now and now[0]) != (history[i - 1][1] and history[i - 1][1][0]):  # a queue the spec never puts it in
+            return step, clause, f"the spec's {clause} puts it {describe(now)}"
+    requeue = next((move for move in history[1:] if move[2] == "S3-ADMIT-M-2"), None)
+    if requeue is not None:  # the spec requeued it, the implementation evicted it
+        return requeue[0], "S3-ADMIT-M-2", f"the spec's S3-ADMIT-M-2 requeues it, {describe(requeue[1])}"
+    return None
+
+
+def placement_diagnosis(config: AdapterConfig, hash_ids: list[int], before: Snapshot, expected: Snapshot, actual: Snapshot) -> Diagnosis:
+    """The first block the implementation placed otherwise, traced to the spec's move it parted from."""
+    histories = spec_histories(config, hash_ids, before)
+    want, got, was = places(expected), places(actual), places(before)
+    evicted = any(clause == "S3-ADMIT-M-3" for history in histories.values() for _, _, clause in history)
+    first: tuple[int, str, str] | None = None  # (access, clause, what)
+    for block in sorted(want.keys() | got.keys(), key=repr):
+        if want.get(block) == got.get(block):
+            continue
+        found = diverging_move(histories[block], got.get(block)) if block in histories else None
+        if found is None:
+            found = (len(hash_ids), unmoved_clause(was.get(block), evicted), f"the spec leaves it {describe(want.get(block))}")
+        step, clause, how = found
+        if first is None or (step, RULE_ORDER.index(clause)) < (first[0], RULE_ORDER.index(first[1])):
+            first = (step, clause, f"{block!r} is {describe(got.get(block))}, and {how}")
+    if first is None:  # the same blocks with the same freqs, in another order
+        return consistent(*order_clauses(expected, actual), evidence="; the same entries, in another order")
+    _, clause, what = first
+    ghost_cap = derive_caps(config.capacity, config.small_ratio, config.max_freq).ghost_cap
+    if clause == "S3-GHOST-2" and len(actual.ghost) < ghost_cap:  # forgotten before G was full: the size, or the rule
+        return consistent("S3-CONF-4", "S3-GHOST-2", evidence=f"; {what}, with G at {len(actual.ghost)} entries, below ghost_cap {ghost_cap}")
+    if clause == "S3-ADMIT-S-1" and len(actual.small) < len(expected.small):
+        return consistent("S3-CONF-2", "S3-ADMIT-S-1", evidence=f"; {what}: S was drained below small_cap")
+    return named(clause, evidence=f"; {what}")
+
+
+# A block the spec moved on and the implementation left where it was: the rule that starts the move.
+LEFT_IN_PLACE = {"S3-ADMIT-S-2": "S3-ADMIT-S-1", "S3-ADMIT-S-3": "S3-ADMIT-S-1", "S3-ADMIT-M-2": "S3-ADMIT-M-1", "S3-ADMIT-M-3": "S3-ADMIT-M-1"}
+
+RULE_ORDER = ["S3-ACCESS-1", "S3-ACCESS-2", "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1",
+              "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-GHOST-2", "REPLAY-ACCESS-1"]
+
+
+def unmoved_clause(was: Place, evicted: bool) -> str:
+    """The rule that keeps a block in place, for a block the spec leaves where it was and the implementation moved."""
+    if was is None:
+        return "REPLAY-ACCESS-1"  # a block the request did not carry, or one the spec had forgotten
+    if was[0] == "S":
+        return "S3-ADMIT-S-1"  # popped from S when the spec's S was not full
+    if was[0] == "M":
+        return "S3-ADMIT-M-3" if evicted else "S3-ADMIT-M-1"  # more than one left M, or M evicted below main_cap
+    return "S3-GHOST-2"
+
+
+def order_clauses(expected: Snapshot, actual: Snapshot) -> tuple[str, ...]:
+    if expected.small != actual.small:
+        return ("S3-ACCESS-1", "S3-ADMIT-S-4")
+    if expected.main != actual.main:
+        return ("S3-ADMIT-M-2", "S3-ADMIT-M-4", "S3-ACCESS-2")
+    return ("S3-GHOST-3", "S3-ADMIT-S-3", "S3-ADMIT-M-3")  # not S3-GHOST-1, which S3-QUEUE-2 makes unreachable (findings F-10)
+
+
+def describe(place: Place) -> str:
+    if place is None:
+        return "in no queue"
+    return "in G" if place[0] == "G" else f"in {place[0]} with freq {place[1]!r}"
+
+
+def resident_count_diagnosis(config: AdapterConfig, state: Snapshot, got: int) -> Diagnosis:
+    """A resident count that differs from the implementation's own queues (state level)."""
+    resident = len(state.small) + len(state.main)
+    evidence = f"; its own queues hold {resident} resident blocks"
+    if config.policy == "s3fifo" and state.ghost and got == resident + len(state.ghost):
+        evidence += f", and G {len(state.ghost)} more: the ghost counted"
+    return named(*count_clauses(config.policy), evidence=evidence)
+
+
+# -- the implementation's own state: a hit-token difference --------------------------------------
+
+
+def hit_token_diagnosis(config: AdapterConfig, request: Request, resident: set[int], ghost: Iterable[int], actual: int) -> Diagnosis | None:
+    """Hit tokens read against ``resident``, the blocks the implementation held when the request
+    arrived (its own queues, or what its own scan says of each block); None when its answer is the
+    right one for those blocks, so that the difference is in which blocks it holds."""
+    hash_ids, input_length = request
+    block_size = config.block_size
+    k = prefix_hit_blocks(hash_ids, resident.__contains__)
+    if actual == hit_tokens(k, block_size, input_length):
+        return None
+    found = []
+    if actual == k * block_size:
+        found.append("REPLAY-HIT-1")  # k × block_size without the min() clamp
+    with_ghost = resident | set(ghost)
+    with_ghost_k = prefix_hit_blocks(hash_ids, with_ghost.__contains__)
+    if config.policy == "s3fifo" and with_ghost != resident and actual == hit_tokens(with_ghost_k, block_size, input_length):
+        found.append("S3-QUEUE-3")  # a ghost entry counted as resident
+    anywhere = len(set(hash_ids) & resident)
+    if anywhere != k and actual == hit_tokens(anywhere, block_size, input_length):
+        found.append("REPLAY-PREFIX-2")  # resident blocks counted past the first miss
+    evidence = f"; the longest resident prefix is {k} blocks"
+    if len(found) == 1:
+        return named(*found, evidence=evidence)
+    return consistent(*(found or own(config.policy, ["REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-HIT-1", "S3-QUEUE-3"])), evidence=evidence)
+
+
+# -- the results level: the state is not visible --------------------------------------------------
+
+
+def held_blocks(adapter: Adapter | CanonicalS3FIFO, blocks: Iterable[int]) -> frozenset[int] | None:
+    """The blocks the implementation's own prefix scan finds resident, asked one block at a time
+    (one block of one token: 1 if resident); None if it fails to answer."""
+    try:
+        return frozenset(h for h in blocks if adapter.hit_tokens([h], 1) != 0)
+    except Exception:  # noqa: BLE001 -- untrusted code; the divergence already found is the finding
+        return None
+
+
+def results_diagnosis(adapter: Adapter, config: AdapterConfig, trace: list[Request], hit: int | None, count: int | None) -> Diagnosis:
+    """A difference at the results level, in the hit tokens of the trace's last request (``hit``)
+    or in the resident count after it (``count``)."""
+    blocks = list(dict.fromkeys(h for hash_ids, _ in trace for h in hash_ids))
+    held = held_blocks(adapter, blocks)
+    found: Diagnosis | None = None
+    evidence = ""
+    if hit is not None and held is not None:
+        found = hit_token_diagnosis(config, trace[-1], set(held), (), hit)
+        if found is None:
+            evidence = f"; its own scan finds {sorted(held)!r} resident, and its answer is right for those: it holds other blocks than the spec"
+    if count is not None and held is not None and count != len(held):
+        found = consistent(*count_clauses(config.policy), evidence=f"; its own scan finds {len(held)} of the blocks ever requested resident")
+    variants = [clauses for variant, clauses in variants_for(config.policy) if replays_alike(variant(), config, trace, hit, count, held, blocks)]
+    if variants:
+        clauses = list(dict.fromkeys([*(found.clauses if found else []), *(c for group in variants for c in group)]))
+        rules = "this rule" if len(set(variants)) == 1 else "one of these rules"
+        return consistent(*clauses, evidence=(found.evidence if found else evidence) + f"; the spec with {rules} broken gives every "
+                          "answer the implementation gave (its state is not visible at the results level)")
+    if found is not None:
+        return consistent(*found.clauses, evidence=found.evidence + " (its state is not visible at the results level)")
+    if held is not None:
+        return consistent(*eviction_clauses(config.policy), evidence=evidence or f"; its own scan finds {sorted(held)!r} resident")
+    return consistent(*eviction_clauses(config.policy))
+
+
+def replays_alike(variant: CanonicalS3FIFO, config: AdapterConfig, trace: list[Request], hit: int | None, count: int | None,
+                  held: frozenset[int] | None, blocks: list[int]) -> bool:
+    """Whether ``variant`` gives the answers the implementation gave: the reference's up to the
+    last request, then ``hit`` (or the reference's hit tokens and ``count``), and ``held``."""
+    reference = make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
+    try:
+        variant.configure(config)
+    except ConfigRefused:
+        return False
+    for number, (hash_ids, input_length) in enumerate(trace, start=1):
+        last = number == len(trace)
+        want = hit_tokens(prefix_hit_blocks(hash_ids, reference.is_resident), config.block_size, input_length)
+        if variant.hit_tokens(hash_ids, input_length) != (hit if last and hit is not None else want):
+            return False
+        if last and hit is not None:
+            break
+        for h in hash_ids:
+            reference.access(h)
+        variant.access(hash_ids)
+        if variant.resident_count() != (count if last else reference.resident_count()):
+            return False
+    return held is None or held_blocks(variant, blocks) == held
+
+
+# -- variants of the spec with one rule broken ----------------------------------------------------
+
+
+class HitRequeues(CanonicalS3FIFO):
+    """FIFO with LRU's hit: a resident block is requeued at the tail. Breaks FIFO-ACCESS-1."""
+
+    breaks = "FIFO-ACCESS-1"
+
+    def fifo_access(self, h: int) -> None:
+        self.lru_access(h)
+
+
+class HitChangesNothing(CanonicalS3FIFO):
+    """LRU with FIFO's hit: a resident block stays where it is. Breaks LRU-ACCESS-1."""
+
+    breaks = "LRU-ACCESS-1"
+
+    def lru_access(self, h: int) -> None:
+        self.fifo_access(h)
+
+
+def variants_for(policy: str) -> list[tuple[type[CanonicalS3FIFO], tuple[str, ...]]]:
+    """The variants that break one rule of ``policy`` or of the replay, with the clauses each breaks."""
+    found = []
+    for variant in (*MUTANT_CLASSES, HitRequeues, HitChangesNothing):
+        clauses = sorted(cited(variant.breaks), key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1])))
+        if clauses and own(policy, clauses) == clauses:
+            found.append((variant, tuple(clauses)))
+    return found
+
+
+def from_state(variant: CanonicalS3FIFO, config: AdapterConfig, before: Snapshot, request: Request) -> Snapshot | None:
+    """The queues ``variant`` leaves after ``request``, started from the queues ``before``."""
+    try:
+        variant.configure(config)
+    except ConfigRefused:
+        return None
+    variant.small, variant.main, variant.ghost = OrderedDict(before.small), OrderedDict(before.main), OrderedDict.fromkeys(before.ghost)
+    variant.hit_tokens(*request)  # the suite's order: the scan, then the accesses
+    variant.access(request[0])
+    return variant.snapshot()
+
+
+def queue_difference(expected: Snapshot, actual: Snapshot) -> str:
+    """Where each differing queue first differs, head first: short enough to read for any cache size."""
+    parts = []
+    for name in ("small", "main", "ghost"):
+        want, got = getattr(expected, name), getattr(actual, name)
+        if want != got:
+            i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+            at = lambda queue: repr(queue[i]) if i < len(queue) else "the end of the queue"  # noqa: E731
+            parts.append(f"{name}[{i}] is {at(got)}, expected {at(want)} ({len(got)} entries, expected {len(want)})")
+    return "; ".join(parts)

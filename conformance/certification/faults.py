@@ -1,0 +1,129 @@
+"""What an implementation does wrong besides answering differently (spec/adapter-protocol.md
+section 3): a failure (a crash, a hang, an exception, a reply out of shape or of the wrong type)
+located at the request or operation it happened at, and a configure that does not reset.
+
+A certification machine sees its implementation through ``Located``, which turns each
+AdapterFailure into a ``Fault``: a Divergence naming the protocol clause broken, the request and
+the configuration, with the trace so far, so that it is reported, saved and shrunk like any other
+finding. A fault that took a deadline to show ends the run at once (``Unshrinkable``): each
+replay would wait the deadline out again.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvspec.adapters import BENEFIT_METHODS, REPLAY_METHODS
+from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused
+from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.reference.benefit import BenefitConfig, CostSample
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a machine is: its words for it ("request 5"), the number a report gives it, the
+    configuration and the trace (or the benefit policy's operations) that lead there."""
+
+    label: str
+    request: int = 0
+    config: AdapterConfig | None = None
+    trace: list[tuple[list[int], int]] = field(default_factory=list)
+    benefit: dict[str, Any] | None = None
+
+
+class Fault(Divergence):
+    """The implementation failed at a request (or operation, or its configuration, or its start)."""
+
+    def __init__(self, failure: AdapterFailure, at: Location) -> None:
+        super().__init__([failure.clause], f"{at.label}: {failure}", request=at.request, expected=None, actual=None, config=at.config,
+                         trace=at.trace, benefit=at.benefit)
+        self.expected = self.actual = ""  # no reply to compare: the message says what happened
+        self.timed_out = failure.timed_out
+
+
+class Unshrinkable(BaseException):
+    """A fault whose every replay would wait out a deadline: ends the Hypothesis run unshrunk.
+    A BaseException, so that Hypothesis lets it through instead of shrinking it."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(str(fault))
+        self.fault = fault
+
+
+def located(failure: AdapterFailure, at: Location) -> Fault | Unshrinkable:
+    fault = Fault(failure, at)
+    return Unshrinkable(fault) if failure.timed_out else fault
+
+
+class Located:
+    """``adapter`` as a machine sees it: every AdapterFailure raised as a Fault at ``where()``."""
+
+    def __init__(self, adapter: Any, where: Callable[[], Location]) -> None:
+        self._adapter = adapter
+        self._where = where
+        self.identity = adapter.identity
+        self.level = adapter.level
+        self.policies = adapter.policies
+
+
+def forwarded(name: str) -> Callable[..., Any]:
+    def call(self: Located, *args: Any) -> Any:
+        try:
+            return getattr(self._adapter, name)(*args)
+        except AdapterFailure as failure:
+            raise located(failure, self._where()) from None
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+for _name in (*REPLAY_METHODS, *BENEFIT_METHODS, "close"):
+    setattr(Located, _name, forwarded(_name))
+
+
+# A configure that does not reset (PROTO-7, PROTO-20) ------------------------------------------
+
+RESET_REQUESTS = ([1, 2, 3], [1, 2], [4, 5, 6, 7], [1], [8, 9, 2], [4, 1, 10, 11, 12], [2, 3], [1, 2, 3, 13], [5, 6])
+COST = CostSample(100.0, 30.0)
+RESET_OPERATIONS: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("consider_admission", (1, 8, [(1, 4)], COST, frozenset())), ("consider_admission", (2, 8, [(1, 4)], COST, frozenset())),
+    ("record_hit", (1, COST)), ("record_hit", (2, COST)), ("record_miss", (3,)), ("observe_pressure", (0.5,)),
+    ("consider_admission", (3, 16, [], CostSample(60.0, 10.0), frozenset())), ("choose_victims", (10, frozenset())),
+    ("remove", (1, frozenset())), ("consider_admission", (1, 8, [], COST, frozenset())), ("select_probation_cap_victims", (frozenset(),)),
+    ("choose_victims", (40, frozenset({2}))),
+)
+
+
+def observations(adapter: Any, config: AdapterConfig | BenefitConfig) -> list[object] | None:
+    """Configure, then fixed requests (one-token blocks) or operations: what the implementation
+    answers after each, its state too at the state level; None if it refuses the configuration."""
+    benefit = isinstance(config, BenefitConfig)
+    try:
+        adapter.configure_benefit(config) if benefit else adapter.configure(config)
+    except ConfigRefused:
+        return None
+    seen: list[object] = []
+    if benefit:
+        for name, args in RESET_OPERATIONS:
+            seen.append((getattr(adapter, name)(*args), adapter.benefit_state() if adapter.level == "state" else None))
+        return seen
+    for hash_ids in RESET_REQUESTS:
+        hit = adapter.hit_tokens(hash_ids, len(hash_ids))
+        adapter.access(hash_ids)
+        seen.append((hit, adapter.resident_count(), adapter.snapshot() if adapter.level == "state" else None))
+    return seen
+
+
+def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig) -> Divergence | None:
+    """PROTO-7, PROTO-20: configured twice alike, one implementation must answer the same requests
+    alike; the first answer that differs the second time, or None. AdapterFailure propagates."""
+    first = observations(adapter, config)
+    second = observations(adapter, config) if first is not None else None
+    if first is None or second is None or first == second:
+        return None
+    number, (was, now) = next((n, pair) for n, pair in enumerate(zip(first, second, strict=True), start=1) if pair[0] != pair[1])
+    benefit = isinstance(config, BenefitConfig)
+    clause, what = ("PROTO-20", "operation") if benefit else ("PROTO-7", "request")
+    detail = (f"configure does not reset the implementation: configured twice with {config} and sent the same {what}s, it answered "
+              f"{what} {number} with {now} the second time and {was} the first")
+    return Divergence([clause], detail, request=0, expected=was, actual=now, config=None if benefit else config, trace=[])

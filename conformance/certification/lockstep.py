@@ -1,0 +1,151 @@
+"""An implementation and the reference, driven in lockstep: each request goes to both, and they
+must agree after every one (spec/replay.md, spec/s3fifo.md, spec/lru.md, spec/fifo.md).
+
+The certification machine draws the configurations and requests; `kvspec replay --adapter`
+takes them from a trace file, with a Lockstep as the replay's Server. Both stop at the first
+Divergence.
+"""
+
+from typing import Any
+
+from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused
+from kvspec.adapters.reference import snapshot_of
+from kvspec.conformance.certification.diagnosis import (
+    Diagnosis,
+    accepted_wrongly,
+    consistent,
+    hit_token_diagnosis,
+    named,
+    own,
+    queue_diagnosis,
+    queue_difference,
+    refused_wrongly,
+    resident_count_diagnosis,
+    results_diagnosis,
+)
+from kvspec.reference import ConfigError, ReplayConfig, make_policy
+from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
+
+
+class Divergence(AssertionError):
+    """The implementation and the reference disagree. The message starts with the clauses (the
+    diagnosis first); the fields carry what a report needs: the request (1-based; 0 for the
+    configuration), expected and actual values, the configuration, and the trace up to and
+    including that request. ``consistent_with`` holds those of ``clauses`` that the evidence is
+    only consistent with (a break of each would explain the difference, and the implementation's
+    own state does not single one out); the others are shown broken on it."""
+
+    def __init__(self, clauses: list[str], detail: str, *, request: int, expected: object, actual: object,
+                 config: AdapterConfig | None, trace: list[tuple[list[int], int]], benefit: dict[str, Any] | None = None,
+                 consistent_with: tuple[str, ...] = ()) -> None:
+        super().__init__(f"{', '.join(clauses)}: {qualifier(clauses, consistent_with)}{detail}")
+        self.clauses = tuple(clauses)
+        self.consistent_with = tuple(c for c in clauses if c in consistent_with)
+        self.request = request
+        self.expected = repr(expected)
+        self.actual = repr(actual)
+        self.config = config
+        self.trace = list(trace)
+        self.benefit = benefit  # the benefit policy's: its config and operations, as protocol messages (PROTO-20 to PROTO-27)
+
+
+def alternatives(clauses: list[str]) -> str:
+    return clauses[0] if len(clauses) == 1 else f"{', '.join(clauses[:-1])} or {clauses[-1]}"
+
+
+def qualifier(clauses: list[str], consistent_with: tuple[str, ...]) -> str:
+    """How sure the diagnosis is, after the clauses: nothing when each is shown broken."""
+    shown = [c for c in clauses if c not in consistent_with]
+    only = [c for c in clauses if c in consistent_with]
+    if not only:
+        return ""
+    if not shown:
+        return f"consistent with {'it' if len(only) == 1 else 'either' if len(only) == 2 else 'any'}; "
+    return f"{', '.join(shown)} broken, consistent with {alternatives(only)}; "
+
+
+def brief(hash_ids: list[int]) -> str:
+    """A request's hash ids, elided in the middle past a dozen."""
+    if len(hash_ids) <= 12:
+        return repr(hash_ids)
+    return f"[{', '.join(map(str, hash_ids[:6]))}, ... {', '.join(map(str, hash_ids[-3:]))}] ({len(hash_ids)} blocks)"
+
+
+class Lockstep:
+    """``adapter`` and the reference, on one configuration."""
+
+    def __init__(self, adapter: Adapter, config: AdapterConfig) -> None:
+        self.adapter = adapter
+        self.config = config
+        self.reference: Policy | None = None
+        self.trace: list[tuple[list[int], int]] = []
+
+    def diverge(self, diagnosis: Diagnosis, detail: str, expected: object, actual: object) -> Divergence:
+        return Divergence(diagnosis.clauses, detail + diagnosis.evidence, request=len(self.trace), expected=expected, actual=actual,
+                          config=self.config, trace=self.trace, consistent_with=diagnosis.consistent_with)
+
+    def configure(self) -> bool:
+        """Configure both; True if both accepted, False if both refused (REPLAY-CONF-1, S3-CONF-5)."""
+        config = self.config
+        try:
+            self.reference = make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
+            refused_by = None
+        except ConfigError as error:
+            refused_by = error.clause
+        try:
+            self.adapter.configure(config)
+            accepted = True
+        except ConfigRefused:
+            accepted = False
+        if refused_by is not None and accepted:
+            raise self.diverge(accepted_wrongly(config, refused_by),
+                               f"the configuration {config} must be refused, and the implementation accepted it", "refused", "accepted")
+        if refused_by is None and not accepted:
+            raise self.diverge(refused_wrongly(self.adapter, config), f"the configuration {config} is valid, and the implementation refused it",
+                               "accepted", "refused")
+        return accepted
+
+    def request(self, hash_ids: list[int], input_length: int) -> int:
+        """One request, sent to both; hit tokens, resident count and (at the state level) every
+        queue must agree. The hit tokens."""
+        reference, adapter, config = self.reference, self.adapter, self.config
+        assert reference is not None, "configure() accepted no configuration"
+        self.trace.append((hash_ids, input_length))
+        where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
+        expected = hit_tokens(prefix_hit_blocks(hash_ids, reference.is_resident), config.block_size, input_length)
+        state_level = adapter.level == "state"
+        before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
+        actual = adapter.hit_tokens(hash_ids, input_length)
+        if actual != expected:
+            if before is not None:  # read against the implementation's own queues
+                resident = {h for h, _ in before.small + before.main}
+                diagnosis = hit_token_diagnosis(config, (hash_ids, input_length), resident, before.ghost, actual) or consistent(
+                    *own(config.policy, ["REPLAY-PREFIX-1", "REPLAY-HIT-1", "S3-QUEUE-3"]), evidence="; its own queues give its answer")
+            else:
+                diagnosis = results_diagnosis(adapter, config, self.trace, actual, None)
+            raise self.diverge(diagnosis, f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
+        if before is not None and adapter.snapshot() != before:
+            raise self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
+                               adapter.snapshot())
+        for h in hash_ids:
+            reference.access(h)
+        adapter.access(hash_ids)
+        queues = adapter.snapshot() if before is not None else None
+        if queues is not None:  # the queues first: their difference is the more telling diagnosis
+            assert before is not None
+            spec_after = snapshot_of(reference)
+            if queues != spec_after:
+                diagnosis = queue_diagnosis(config, (hash_ids, input_length), before, spec_after, queues)
+                raise self.diverge(diagnosis, f"after {where}: {queue_difference(spec_after, queues)}", spec_after, queues)
+        want, got = reference.resident_count(), adapter.resident_count()
+        if want != got:
+            if queues is not None:
+                diagnosis = resident_count_diagnosis(config, queues, got)
+            else:
+                diagnosis = results_diagnosis(adapter, config, self.trace, None, got)
+            raise self.diverge(diagnosis, f"after {where}: expected {want} resident blocks, got {got}", want, got)
+        return actual
+
+    def resident_count(self) -> int:
+        """REPLAY-RESULT-4: the implementation's, which request() has checked against the reference's."""
+        return self.adapter.resident_count()

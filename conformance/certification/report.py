@@ -1,0 +1,229 @@
+"""The certification report: JSON (schema: spec/schemas/certification-report.schema.json) and
+Markdown, with each counterexample saved as a Mooncake trace that `kvspec replay` replays."""
+
+import json
+import shlex
+from importlib.metadata import version
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from kvspec.adapters.benefit import BenefitAdapter
+from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
+from kvspec.adapters.protocol import schema_text
+from kvspec.conformance.certification.certify import Finding, Outcome
+from kvspec.conformance.core.output import written_whole
+from kvspec.conformance.core.workloads import Pins
+from kvspec.conformance.fixtures.benefit_cases import benefit_case
+from kvspec.conformance.fixtures.format import canonical, case_id
+from kvspec.reference import SPEC_VERSION
+from kvspec.reference.validation import INT64_MAX
+
+# The clauses the certification machine checks (conformance/certification/lockstep.py and diagnosis.py cite
+# each where a divergence names it); a policy's verdict covers the REPLAY clauses and its own.
+CHECKED_CLAUSES = (
+    "REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3", "REPLAY-QUEUE-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3",
+    "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-ACCESS-1", "REPLAY-RESULT-4", "S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4",
+    "S3-CONF-5", "S3-CONF-6", "S3-QUEUE-2", "S3-QUEUE-3", "S3-FREQ-1", "S3-FREQ-2", "S3-INV-1", "S3-INV-2", "S3-INV-3", "S3-ACCESS-1",
+    "S3-ACCESS-2", "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-S-4", "S3-ADMIT-M-1",
+    "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-CAP-1", "LRU-ACCESS-1",
+    "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-CAP-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
+    # conformance/certification/benefit_machine.py and benefit_diagnosis.py
+    "BEN-CONF-8", "BEN-ENTRY-1", "BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-ADMIT-7",
+    "BEN-CLOCK-1", "BEN-CLOCK-2", "BEN-CLOCK-3", "BEN-CLOCK-4", "BEN-GHOST-3", "BEN-LEDGER-3", "BEN-HIT-1", "BEN-HIT-2", "BEN-MISS-1",
+    "BEN-GRACE-1", "BEN-GRACE-2", "BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3", "BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4",
+    "BEN-SCORE-4", "BEN-LEDGER-5", "BEN-ARITH-3", "BEN-CAP-1", "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-CAP-5", "BEN-VICTIM-2",
+    "BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-VICTIM-5", "BEN-REMOVE-1",
+)
+Verdict = Literal["pass", "fail", "inconclusive"]
+OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-", "benefit": "BEN-"}
+
+
+class Failure(BaseModel):
+    """One check that failed, shrunk on its own: where the implementation first diverges on the shrunk trace."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    clauses: list[str]
+    consistent_with: list[str] = Field(default_factory=list, description="those of clauses that the evidence is only consistent with: a "
+                                       "break of each would explain the difference, and the implementation's own state does not single one "
+                                       "out (at the results level it is not visible); the others are shown broken on that state")
+    message: str
+    request: int = Field(ge=0, le=INT64_MAX, description="1-based request number (for the benefit policy, operation number); 0 means the "
+                         "configuration itself")
+    expected: str
+    actual: str
+    config: dict[str, str | int | float] | None
+    trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, or the benefit policy's shrunk operations as a "
+                                   "fixture case (spec/fixtures.md FIX-7), beside the report")
+    replay_command: str | None = Field(description="the shrunk trace through the implementation in lockstep with the reference, or the "
+                                       "operations' case through `kvspec fixtures verify`")
+    steps: str
+
+
+class PolicyVerdict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    policy: Literal["s3fifo", "lru", "fifo", "benefit"]
+    conforms: bool
+    examples_per_second: float
+    clauses: dict[str, Verdict] = Field(
+        description="pass: the run found no counterexample; fail: a finding shows the clause broken; inconclusive: the run failed "
+        "elsewhere, or a finding is only consistent with the clause's break, and a divergence stops every trace it is on, so the clause "
+        "was neither shown broken nor checked throughout"
+    )
+    failures: list[Failure] = Field(description="one shrunk counterexample for each check that failed, the earliest first")
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    kvspec_version: str
+    spec_version: str
+    adapter: str
+    implementation: dict[str, str]
+    level: Literal["results", "state", "unknown"] = Field(description="unknown: the implementation failed before it said")
+    profile: str
+    seed: int
+    pins: dict[str, float | int] = Field(description="S3FIFO knobs held fixed (kvspec certify --small-ratio, --max-freq); empty: none")
+    conforms: bool
+    faults: list[Failure] = Field(description="failures outside every policy's run: at the implementation's start or at its stop "
+                                  "(PROTO-13, PROTO-15, PROTO-29)")
+    policies: list[PolicyVerdict]
+
+
+def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...]) -> dict[str, Verdict]:
+    replay = policy != "benefit"
+    relevant = [c for c in CHECKED_CLAUSES if c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))]
+    return {clause: "pass" if conforms else "fail" if clause in failed else "inconclusive" for clause in relevant}
+
+
+def trace_lines(trace: list[tuple[list[int], int]]) -> str:
+    return "".join(
+        json.dumps({"timestamp": 0, "input_length": length, "output_length": 0, "hash_ids": hashes}) + "\n" for hashes, length in trace
+    )
+
+
+def replay_command(adapter_spec: str, config: AdapterConfig, trace_file: Path) -> str:
+    """The trace through the implementation in lockstep with the reference: it stops at the divergence."""
+    words = ["kvspec", "replay", str(trace_file), "--adapter", adapter_spec, "--policy", config.policy, "--capacity", str(config.capacity),
+             "--block-size", str(config.block_size)]
+    if config.policy == "s3fifo":
+        words += ["--small-ratio", repr(config.small_ratio), "--max-freq", str(config.max_freq)]
+    return shlex.join(words)
+
+
+def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
+    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``."""
+    divergence = finding.divergence
+    if divergence is None:  # the implementation broke the protocol
+        return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
+                       replay_command=None, steps=finding.steps)
+    trace_file = command = None
+    if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
+        path = directory / f"{policy}-counterexample-{number}.json"
+        case = benefit_case(f"counterexample: {adapter_spec} ({divergence.clauses[0]})", f"the shrunk counterexample of `kvspec certify "
+                            f"--adapter {adapter_spec} --policy benefit`", divergence.benefit["config"], divergence.benefit["operations"])
+        with written_whole(path) as temporary:
+            temporary.write_text(canonical({**case, "id": case_id(case)}))
+        trace_file, command = path.name, shlex.join(["kvspec", "fixtures", "verify", str(path), "--adapter", adapter_spec])
+    elif divergence.config is not None and divergence.trace:
+        path = directory / f"{policy}-counterexample-{number}.jsonl"
+        with written_whole(path) as temporary:
+            temporary.write_text(trace_lines(divergence.trace))
+        trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
+    if divergence.benefit is not None:
+        config = dict(divergence.benefit["config"])
+    else:
+        config = None if divergence.config is None else dict(vars(divergence.config))
+    return Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
+                   request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
+                   trace_file=trace_file, replay_command=command, steps=finding.steps)
+
+
+def shown_broken(outcome: Outcome) -> tuple[str, ...]:
+    """The clauses a finding shows broken; one only consistent with a difference stays inconclusive."""
+    return tuple(c for f in outcome.findings if f.divergence for c in f.divergence.clauses if c not in f.divergence.consistent_with)
+
+
+def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
+                 outcomes: list[Outcome], faults: list[Finding], directory: Path) -> Report:
+    """``adapter`` None: the implementation failed at its start, and ``faults`` says how."""
+    verdicts = [
+        PolicyVerdict(
+            policy=outcome.policy,  # type: ignore[arg-type]
+            conforms=outcome.conforms,
+            examples_per_second=outcome.examples_per_second,
+            clauses=clauses_for(outcome.policy, outcome.conforms, shown_broken(outcome)),
+            failures=[failure_of(adapter_spec, outcome.policy, n, f, directory) for n, f in enumerate(outcome.findings, start=1)],
+        )
+        for outcome in outcomes
+    ]
+    identity = Identity(adapter_spec, "unknown", "unknown") if adapter is None else adapter.identity
+    return Report(
+        kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, adapter=adapter_spec,
+        implementation={"name": identity.name, "language": identity.language, "version": identity.version},
+        level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
+        pins={k: v for k, v in vars(pins).items() if v is not None}, conforms=not faults and all(v.conforms for v in verdicts),
+        faults=[failure_of(adapter_spec, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
+    )
+
+
+def markdown(report: Report) -> str:
+    impl = report.implementation
+    lines = [
+        f"# kvspec certification: {impl['name']} {impl['version']} ({impl['language']})", "",
+        f"- verdict: **{'conforms' if report.conforms else 'does not conform'}**",
+        f"- adapter: `{report.adapter}` (level {report.level})",
+        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, profile {report.profile}, seed {report.seed}",
+    ]
+    if report.pins:
+        held = ", ".join(f"{knob} = {value}" for knob, value in report.pins.items())
+        lines.append(f"- only configurations with {held} (the rest of the configuration space was not certified)")
+    lines.append("")
+    if report.faults:
+        lines += ["## The implementation failed outside the policies' runs", ""]
+    for fault in report.faults:
+        lines += ["```", fault.message, "```", ""]
+    for verdict in report.policies:
+        lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}", "",
+                  f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]
+        lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
+        for number, failure in enumerate(verdict.failures, start=1):
+            fault = all(clause.startswith("PROTO-") for clause in failure.clauses)  # it failed, rather than answered otherwise
+            lines += ["", f"### {'Fault' if fault else 'Divergence'} {number}", "", f"- clauses: {clause_line(failure)}"]
+            if failure.clauses:
+                step = "operation" if verdict.policy == "benefit" else "request"
+                lines.append(f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}")
+                if not fault:
+                    lines += [f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`"]
+                lines.append(f"- configuration: `{failure.config}`")
+            if failure.trace_file:
+                lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
+            lines += ["", "```", failure.message, "", failure.steps, "```"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def clause_line(failure: Failure) -> str:
+    """The clauses shown broken, then those the difference is only consistent with."""
+    if not failure.clauses:
+        return "(none: the implementation broke the protocol)"
+    shown = [c for c in failure.clauses if c not in failure.consistent_with]
+    line = ", ".join(shown)
+    if failure.consistent_with:
+        line += f"{'; ' if shown else ''}consistent with {' or '.join(failure.consistent_with)}"
+    return line
+
+
+def write_report(report: Report, directory: Path) -> None:
+    with written_whole(directory / "report.json") as temporary:
+        temporary.write_text(report.model_dump_json(indent=2) + "\n")
+    with written_whole(directory / "report.md") as temporary:
+        temporary.write_text(markdown(report))
+
+
+def schema_texts() -> dict[str, str]:
+    """spec/schemas/certification-report.schema.json."""
+    return {"certification-report.schema.json": schema_text("certification-report", TypeAdapter(Report))}

@@ -1,0 +1,77 @@
+"""The ``kvspec`` command line: one module per command (replay, sweep, compare, certify, fixtures
+verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and collect, spec
+schemas and annotate), and what they share (arguments, interruption, progress, spool). Each
+command's module says what its arguments are and calls the package that does the work."""
+
+import argparse
+import importlib.util
+import os
+import shlex
+import signal
+import sys
+from importlib.metadata import version
+
+from kvspec.conformance.cli import certify, compare, fixtures, hunt, maintainers, replay, sweep
+from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser
+from kvspec.conformance.cli.interruption import Interrupted, interrupted
+from kvspec.conformance.core.output import check_folder, check_output
+from kvspec.reference import SPEC_VERSION, KvspecError
+
+COMMANDS = (replay, sweep, compare, certify, fixtures, hunt, maintainers)  # in --help's order
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.",
+                    epilog=EXIT_STATUS.format(done="done", finding="3 a finding (a command's --help says which); "))
+    parser.add_argument("--version", action="version", version=f"kvspec {version('kvspec')} (spec {SPEC_VERSION})")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add(commands)
+    return parser
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file and folder the command will write, checked before any work: a run writes all its
+    outputs or none. A command names its folders (``folders``, attribute -> option); the rest are files."""
+    plot = getattr(args, "plot", None)
+    if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise KvspecError(f"--plot {shlex.quote(str(plot))}: the file name must end in .png, .svg or .pdf")
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
+    folders = getattr(args, "folders", {})
+    for name in ("output", "plot", "report"):
+        if getattr(args, name, None) is not None and name not in folders:
+            check_output(getattr(args, name), f"--{name}")
+    for name, option in folders.items():
+        if getattr(args, name) is not None:
+            check_folder(getattr(args, name), option)
+
+
+def failed_stream() -> str:
+    """What an error that names no file failed on: standard output, the one stream kvspec writes
+    that has no name (a full device, a pipe its reader closed; an adapter's pipes fail as
+    AdapterFailure). Its writes now go nowhere, so that the flush at exit adds no second message."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return "standard output"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, interrupted)
+    try:
+        check_outputs(args)
+        status = args.handler(args)
+        sys.stdout.flush()
+        if status:
+            return status
+    except KvspecError as error:
+        print(f"kvspec: error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"kvspec: error: {error.filename or failed_stream()}: {error.strerror}", file=sys.stderr)
+        return 1
+    except Interrupted as stop:  # its handler has ended every implementation's process group
+        print("kvspec: interrupted", file=sys.stderr)
+        return stop.status
+    return 0

@@ -1,0 +1,150 @@
+"""What every command shares: one rule for bad input and exit statuses (Parser, EXIT_STATUS), the
+argument types that name the clause a value must satisfy, the trace, configuration and adapter
+arguments, and the replay's JSON written to standard output or whole to a file."""
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT
+from kvspec.conformance.cli.progress import Progress
+from kvspec.conformance.cli.spool import Spool, write_result
+from kvspec.conformance.core.output import written_whole
+from kvspec.conformance.measurement.sweep import Sweep
+from kvspec.reference import KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
+from kvspec.reference.trace import STDIN, TraceRecord
+
+EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in one line on stderr (a command line argparse "
+               "refuses included); {finding}130 or 143 after SIGINT or SIGTERM, with nothing written.")
+
+
+class Parser(argparse.ArgumentParser):
+    """One rule for every bad input: one line on stderr, exit 1 (a usage error included)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+
+def subcommand(parent: Any, name: str, done: str, finding: str = "", **texts: str) -> Parser:
+    """A subcommand whose --help ends with its exit statuses."""
+    return parent.add_parser(name, epilog=EXIT_STATUS.format(done=done, finding=f"3 {finding}; " if finding else ""), **texts)
+
+
+def folder_path(text: str) -> Path:
+    """A folder to write in; an empty path names none (Path("") would be the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return Path(text)
+
+
+def file_path(text: str) -> Path:
+    """A file to write, named as given: Path("out/") would drop the slash that makes it a folder."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file")
+    if text.endswith(os.sep):
+        raise argparse.ArgumentTypeError(f"{text}: ends in {os.sep}, so it names a folder, not a file")
+    return Path(text)
+
+
+def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[[str], object]:
+    """An argparse type whose error names the clause the value must satisfy."""
+
+    def parse(text: str) -> object:
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{clause}: {what}, not {text!r}") from None
+
+    return parse
+
+
+UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def byte_count(text: str) -> int:
+    """An integer number of bytes, with an optional binary unit: 4096, 64MiB, 16 GiB."""
+    number = text.rstrip("KMGTiB ")
+    unit = text[len(number):].strip()
+    if unit not in UNITS:
+        raise ValueError(text)
+    return int(number) * UNITS[unit]
+
+
+def capacity_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",")]
+
+
+def add_trace_and_config(command: argparse.ArgumentParser) -> None:
+    command.add_argument("trace", nargs="?", type=Path, help="the trace, plain or gzip (told apart by content), or - for standard input "
+                         "(replay only: sweep reads the trace once per configuration); default: the bundled Mooncake conversation trace")
+    command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=512, help="tokens per block (default: 512)")
+    command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=0.1, help="S3FIFO: share of the capacity for the small queue (default: 0.1)")
+    command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=3, help="S3FIFO: frequency ceiling (default: 3)")
+    command.add_argument("--output", type=file_path, help="write the JSON here instead of stdout (written whole or not at all)")
+
+
+def timeout_seconds(text: str) -> float:
+    seconds = float(text)
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(text)
+    return seconds
+
+
+def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> None:
+    """--adapter and the deadlines it is held to (PROTO-15, PROTO-29)."""
+    command.add_argument("--adapter", required=required, help=help)
+    seconds = typed(timeout_seconds, "PROTO-15", "a timeout must be a finite, positive number of seconds")
+    command.add_argument("--reply-timeout", type=seconds, default=REPLY_TIMEOUT,
+                         help=f"seconds the implementation has to answer a request (default {REPLY_TIMEOUT:g})")
+    command.add_argument("--start-timeout", type=seconds, default=START_TIMEOUT,
+                         help=f"seconds it has to answer start, or an in-process factory to return (default {START_TIMEOUT:g})")
+
+
+def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str) -> Iterator[tuple[int, TraceRecord]]:
+    progress = Progress(label, trace.fraction_read)
+    try:
+        for count, item in enumerate(records, start=1):
+            progress.update(f"{count:,} requests")
+            yield item
+    finally:
+        progress.close()
+
+
+def write_json(model: ReplayResult | Sweep, output: Path | None, spool: Spool | None = None) -> None:
+    """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file. A spool's
+    per-request lines are copied in chunks, never held in memory."""
+    if output is None:
+        write_result(model, spool, sys.stdout)
+        return
+    with written_whole(output, "--output") as temporary, temporary.open("w", encoding="utf-8") as stream:
+        write_result(model, spool, stream)
+
+
+def summary(result: ReplayResult) -> str:
+    rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
+    return (
+        f"{result.policy}, {result.cache_capacity_blocks:,} blocks of {result.block_size} tokens: "
+        f"{result.requests:,} requests, {result.total_hit_tokens:,} of {result.total_prompt_tokens:,} prompt tokens hit "
+        f"({rate:.2%}); {result.final_cache_blocks:,} blocks resident at the end"
+    )
+
+
+def base_config(args: argparse.Namespace, policy: str = "s3fifo", capacity: int = 4096) -> ReplayConfig:
+    return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq)  # type: ignore[arg-type]
+
+
+BUNDLED = ("conversation", "synthetic")  # reference/traces/NOTICE.md
+
+
+def open_trace(args: argparse.Namespace) -> TraceFile:
+    return TraceFile(args.trace if args.trace is not None else bundled_trace_path())
+
+
+def read_once_only(given: object, command: str) -> None:
+    """Before any work: sweep and compare read the trace once for each replay, standard input once."""
+    if str(given) == STDIN:
+        raise KvspecError(f"{STDIN}: standard input can be read once, and {command} reads the trace once for each replay; save it to a file")

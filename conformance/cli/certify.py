@@ -1,0 +1,93 @@
+"""`kvspec certify`: an implementation driven beside the reference by the certification machines,
+with a report (conformance/certification/)."""
+
+import argparse
+from typing import Any
+
+from kvspec.adapters import Implementation, Started
+from kvspec.adapters.interface import AdapterFailure
+from kvspec.conformance.certification.certify import PROFILES, Finding, Outcome, certify_policy
+from kvspec.conformance.certification.faults import Fault, Location
+from kvspec.conformance.certification.report import build_report, write_report
+from kvspec.conformance.cli.arguments import add_adapter, folder_path, subcommand, typed
+from kvspec.conformance.cli.interruption import unless_interrupted
+from kvspec.conformance.core.workloads import Pins
+from kvspec.reference import ALL_POLICIES, KvspecError
+
+
+def add(commands: Any) -> None:
+    check = subcommand(
+        commands, "certify", "the implementation conforms",
+        "it does not conform: it answered differently or failed (the report is written either way)",
+        help="certify an implementation against the spec through an adapter",
+        description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
+    )
+    add_adapter(check, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    check.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
+                       help="a policy to certify (repeatable; default: all the adapter offers)")
+    check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
+    check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
+    check.add_argument("--report", type=folder_path, help="write report.json, report.md and each shrunk counterexample to this folder")
+    check.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
+                       help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
+    check.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
+                       help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
+    check.set_defaults(handler=run_certify, folders={"report": "--report"})
+
+
+def run_certify(args: argparse.Namespace) -> int:
+    pins = Pins(args.small_ratio, args.max_freq)
+    pins.check()
+    implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
+    faults: list[Finding] = []
+    outcomes: list[Outcome] = []
+    try:
+        adapter: Started | None = implementation.start()
+    except AdapterFailure as failure:
+        adapter = None
+        faults.append(process_fault(failure, "its start"))
+    if adapter is not None:
+        offered = adapter.policies
+        unoffered = [policy for policy in args.policies or [] if policy not in offered]
+        if unoffered:  # PROTO-6
+            close_quietly(implementation)
+            raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
+        policies = args.policies or [p for p in ALL_POLICIES if p in offered]
+        outcomes = [certify_policy(implementation, policy, args.profile, args.seed, pins) for policy in policies]
+        try:
+            implementation.close()
+        except AdapterFailure as failure:
+            faults.append(process_fault(failure, "its stop"))
+    unless_interrupted()
+    if args.report is not None:
+        args.report.mkdir(parents=True, exist_ok=True)
+        write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report), args.report)
+    conforms = not faults and all(outcome.conforms for outcome in outcomes)
+    held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value is not None)
+    who = args.adapter if adapter is None else f"{adapter.identity.name} {adapter.identity.version} ({adapter.identity.language})"
+    level = "" if adapter is None else f", level {adapter.level}"
+    print(f"{who}: {'conforms' if conforms else 'DOES NOT CONFORM'} (profile {args.profile}, seed {args.seed}{level}{held})")
+    for fault in faults:
+        print(f"  {fault.message}")
+    for outcome in outcomes:
+        verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
+        print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")
+        for finding in outcome.findings:
+            print(f"    {finding.message}")
+            if finding.steps:
+                print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in finding.steps.splitlines()))
+    return 0 if conforms else 3
+
+
+def process_fault(failure: AdapterFailure, when: str) -> Finding:
+    """A failure outside every example: at the implementation's start or stop (PROTO-13, PROTO-15)."""
+    fault = Fault(failure, Location(f"at {when}"))
+    return Finding(str(fault), "", fault)
+
+
+def close_quietly(implementation: Implementation) -> None:
+    """Stop the implementation when kvspec gives up for a reason of its own."""
+    try:
+        implementation.close()
+    except AdapterFailure:
+        pass
