@@ -104,16 +104,18 @@ def checked_total(path: str, line_number: int, total_prompt_tokens: int) -> int:
 @snapshot(lambda policy, hash_ids: policy.is_resident(hash_ids[0]), "first_resident")
 @require(lambda hash_ids: len(hash_ids) >= 1, "REPLAY-TRACE-2: at least one block")
 @ensure(lambda policy: policy.state_invariants_hold(), "S3-QUEUE-2, S3-FREQ-1, S3-INV-1..3, LRU-CAP-1, FIFO-CAP-1")
-@ensure(
-    lambda OLD, result: OLD.first_resident or result == 0,
-    "REPLAY-INV-3: a request whose first block is not resident hits 0",
-)
-def replay_request(policy: Policy, hash_ids: list[int], input_length: int, block_size: int) -> int:
-    """REPLAY-PREFIX-3, REPLAY-ACCESS-1: scan the prefix, then access every block; hit tokens."""
+@ensure(lambda OLD, result: OLD.first_resident or result == 0, "REPLAY-INV-3: a request whose first block is not resident hits 0")
+def scan_then_access(policy: Policy, hash_ids: list[int]) -> int:
+    """REPLAY-PREFIX-3, REPLAY-ACCESS-1: scan the prefix, then access every block; k, the hit blocks."""
     k = prefix_hit_blocks(hash_ids, policy.is_resident)  # REPLAY-PREFIX-3: before any access
     for h in hash_ids:
         policy.access(h)  # REPLAY-ACCESS-1: hit or miss, in order
-    return hit_tokens(k, block_size, input_length)
+    return k
+
+
+def replay_request(policy: Policy, hash_ids: list[int], input_length: int, block_size: int) -> int:
+    """One request's hit tokens: its hit blocks, scanned before its blocks are accessed, as tokens."""
+    return hit_tokens(scan_then_access(policy, hash_ids), block_size, input_length)
 
 
 class Server(Protocol):

@@ -8,10 +8,10 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .contracts import ensure, require, snapshot
+from .contracts import F, ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
-from .queues import Queue
+from .queues import Queue, pop_head
 from .validation import INT64_MAX, check_count
 
 
@@ -108,15 +108,40 @@ def saturating_increment(freq: int, max_freq: int) -> int:
     return min(freq + 1, max_freq)
 
 
-@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
-@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
-@require(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
-@require(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
-@ensure(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+def sizes_are_valid(cache: "S3FIFO") -> bool:
+    """S3-CONF-3 to S3-CONF-6: the sizes the cache was built with."""
+    return caps_are_valid(cache.caps)  # looked up when called: conformance/seed_rules.py swaps it
+
+
+def state_invariants_hold(cache: "S3FIFO") -> bool:
+    """S3-QUEUE-2, S3-FREQ-1, S3-INV-1 to S3-INV-3 over the whole state."""
+    return queues_are_disjoint(cache) and freqs_in_range(cache) and within_caps(cache)
+
+
+# The state every rule starts from: each condition, the clauses a violation names, and whether it
+# costs O(cache size) a call (the levels of contracts.py). Named functions, not lambdas: icontract
+# reads a lambda's text from the decorator it is written in.
+STATE_PRECONDITIONS = (
+    (sizes_are_valid, "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6", False),
+    (within_caps, "S3-INV-1, S3-INV-2, S3-INV-3", False),
+    (queues_are_disjoint, "S3-QUEUE-2", True),
+    (freqs_in_range, "S3-FREQ-1", True),
+)
+
+
+def s3fifo_rule(rule: F) -> F:
+    """A rule of spec/s3fifo.md: it starts from a cache whose sizes S3-CONF-3 to S3-CONF-6 allow,
+    within S3-INV-1 to S3-INV-3, with S3-QUEUE-2 and S3-FREQ-1 holding, and leaves one so."""
+    rule = ensure(state_invariants_hold, "S3-INV-1, S3-INV-2, S3-INV-3, S3-QUEUE-2, S3-FREQ-1: the rule leaves a valid state",
+                  per_access_state=True)(rule)
+    for holds, clauses, per_access_state in reversed(STATE_PRECONDITIONS):  # checked in the order listed
+        rule = require(holds, clauses, per_access_state=per_access_state)(rule)
+    return rule
+
+
+@s3fifo_rule
 @ensure(lambda cache, h: is_resident(cache, h) and h not in cache.ghost, "S3-ACCESS-1 to S3-ACCESS-4: h is resident after its access")
 @ensure(lambda cache, h: 0 <= cache.small.get(h, cache.main.get(h, 0)) <= cache.caps.max_freq, "S3-FREQ-1")
-@ensure(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
-@ensure(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
 def access(cache: "S3FIFO", h: int) -> None:
     """S3-ACCESS-1 to S3-ACCESS-4: one block access."""
     if h in cache.small:
@@ -130,20 +155,16 @@ def access(cache: "S3FIFO", h: int) -> None:
         admit_to_small(cache, h)  # S3-ACCESS-4
 
 
+@s3fifo_rule
 @snapshot(lambda cache: len(cache.small), "small_len")
-@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
-@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
 @require(lambda cache, h: not is_queued(cache, h), "S3-ADMIT-S-4: h is new")
-@require(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
-@require(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
 @ensure(lambda cache, h: cache.small[h] == 0 and next(reversed(cache.small)) == h, "S3-ADMIT-S-4: h at the tail of S, freq 0")
 @ensure(lambda OLD, cache: len(cache.small) == min(OLD.small_len + 1, cache.caps.small_cap), "S3-ADMIT-S-1: drain only to make room")
 def admit_to_small(cache: "S3FIFO", h: int) -> None:
     """S3-ADMIT-S-1 to S3-ADMIT-S-4."""
     small = cache.small
     while len(small) >= cache.caps.small_cap:  # S3-ADMIT-S-1
-        victim = next(iter(small))  # REPLAY-QUEUE-2: pop the head
-        victim_freq = small.pop(victim)
+        victim, victim_freq = pop_head(small)
         if victim_freq >= 1:
             admit_to_main(cache, victim, victim_freq)  # S3-ADMIT-S-2: freq preserved
         else:
@@ -151,27 +172,20 @@ def admit_to_small(cache: "S3FIFO", h: int) -> None:
     small[h] = 0  # S3-ADMIT-S-4
 
 
-@snapshot(lambda cache: len(cache.main), "main_len")
-@snapshot(lambda cache: len(cache.ghost), "ghost_len")
-@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
-@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+@s3fifo_rule
+@snapshot(lambda cache: (len(cache.main), len(cache.ghost)), "lengths")
 @require(lambda cache, h: not is_queued(cache, h), "S3-ADMIT-M-4: h is not queued")
 @require(lambda cache, freq: 0 <= freq <= cache.caps.max_freq, "S3-FREQ-1")
-@require(lambda cache: queues_are_disjoint(cache), "S3-QUEUE-2", per_access_state=True)
-@require(lambda cache: freqs_in_range(cache), "S3-FREQ-1", per_access_state=True)
 @ensure(lambda cache, h, freq: cache.main[h] == freq and next(reversed(cache.main)) == h, "S3-ADMIT-M-4: h at the tail of M with its freq")
-@ensure(lambda OLD, cache: len(cache.main) == min(OLD.main_len + 1, cache.caps.main_cap), "S3-ADMIT-M-3: exactly one real eviction")
 @ensure(
-    lambda OLD, cache: len(cache.ghost)
-    == (min(OLD.ghost_len + 1, cache.caps.ghost_cap) if OLD.main_len >= cache.caps.main_cap else OLD.ghost_len),
-    "S3-ADMIT-M-3: the evicted block goes to G",
+    lambda OLD, cache: (len(cache.main), len(cache.ghost)) == lengths_after_admit_to_main(cache.caps, *OLD.lengths),
+    "S3-ADMIT-M-3: exactly one real eviction, and only when M is full, and it goes to G",
 )
 def admit_to_main(cache: "S3FIFO", h: int, freq: int) -> None:
     """S3-ADMIT-M-1 to S3-ADMIT-M-4: second chance, then exactly one real eviction."""
     main = cache.main
     while len(main) >= cache.caps.main_cap:  # S3-ADMIT-M-1
-        victim = next(iter(main))  # REPLAY-QUEUE-2: pop the head
-        victim_freq = main.pop(victim)
+        victim, victim_freq = pop_head(main)
         if victim_freq >= 1:
             main[victim] = victim_freq - 1  # S3-ADMIT-M-2: back at the tail, one chance spent
             continue
@@ -180,18 +194,23 @@ def admit_to_main(cache: "S3FIFO", h: int, freq: int) -> None:
     main[h] = freq  # S3-ADMIT-M-4
 
 
-@require(lambda cache: caps_are_valid(cache.caps), "S3-CONF-3, S3-CONF-4, S3-CONF-5, S3-CONF-6")
-@require(lambda cache: within_caps(cache), "S3-INV-1, S3-INV-2, S3-INV-3")
+def lengths_after_admit_to_main(caps: Caps, main_len: int, ghost_len: int) -> tuple[int, int]:
+    """|M| and |G| after an admission to M that found them at these lengths."""
+    if main_len < caps.main_cap:
+        return main_len + 1, ghost_len
+    return caps.main_cap, min(ghost_len + 1, caps.ghost_cap)
+
+
+@s3fifo_rule
 @require(lambda cache, h: not is_resident(cache, h), "S3-GHOST-4: a ghost is not resident")
 @ensure(lambda cache, h: next(reversed(cache.ghost)) == h, "S3-GHOST-3: h at the tail of G")
-@ensure(lambda cache: len(cache.ghost) <= cache.caps.ghost_cap, "S3-INV-3")
 def insert_to_ghost(cache: "S3FIFO", h: int) -> None:
     """S3-GHOST-1 to S3-GHOST-3: a bounded FIFO of evicted hashes."""
     ghost = cache.ghost
     if h in ghost:
         del ghost[h]  # S3-GHOST-1: re-appended below with fresh recency
     elif len(ghost) >= cache.caps.ghost_cap:
-        del ghost[next(iter(ghost))]  # S3-GHOST-2: pop the head
+        pop_head(ghost)  # S3-GHOST-2: forget the oldest
     ghost[h] = True  # S3-GHOST-3
 
 
@@ -215,11 +234,8 @@ class S3FIFO:
 
     is_resident = is_resident
     access = access
+    state_invariants_hold = state_invariants_hold
 
     def resident_count(self) -> int:
         """S3-FINAL-1: |S| + |M|, never the ghost."""
         return len(self.small) + len(self.main)
-
-    def state_invariants_hold(self) -> bool:
-        """S3-QUEUE-2, S3-FREQ-1, S3-INV-1 to S3-INV-3 over the whole state."""
-        return queues_are_disjoint(self) and freqs_in_range(self) and within_caps(self)
