@@ -5,9 +5,11 @@ Generated, never edited, and not normative: spec/ is. A maintainer regenerates i
 ``python -c 'from kvspec.conformance.annotate import main; main("docs/annotated-spec")'`` from the
 checkout's root, and tests/test_annotated_spec.py fails until the committed copy matches.
 
-Citations are read as the clause tracer reads them (kvspec.conformance.clauses.citations): a
-function whose docstring cites a clause is shown whole, once per document (later clauses point
-back to it); a line that cites one is shown alone, under its function. A test names a clause as
+Citations are read as the clause tracer reads them (kvspec.conformance.clauses.citations), with
+what the tracer leaves out because it does not run as the computation (contracts, the docstrings
+of modules and classes): a function or class whose docstring cites a clause is shown whole, once
+per document (later clauses point back to it); a line or a contract that cites one is shown
+alone, under its function. A test names a clause as
 tests/test_spec.py has it: the id appears in the test's file (underscores read as hyphens); it is
 listed as the test function that holds the id, or as the file where the id is at module level.
 Only the reference is shown: adapters/ and conformance/ cite the policy clauses to say which
@@ -34,12 +36,15 @@ LINK = re.compile(r"\]\((?![a-z]+:|#)([^)#\s]+)")
 
 @dataclass(frozen=True)
 class Shown:
-    """Reference code shown under a clause: a function whole, or the lines of one that cite it."""
+    """Reference code shown under a clause: a function or class whole, or the lines of one that cite it."""
 
     file: str  # relative to the reference package, as "s3fifo.py"
-    function: str  # a qualified name, or "" for module level
+    name: str  # a qualified name, or "" for module level
     lines: tuple[int, ...]
-    whole: bool
+    kind: str  # "whole", or which lines: "lines", "contracts" or "docstring"
+
+
+WHAT = {"whole": "", "lines": ", the lines that cite it", "contracts": ", the contracts that cite it", "docstring": ", its docstring"}
 
 
 @cache
@@ -54,20 +59,25 @@ def annotated_documents(checkout: Path) -> list[str]:
     return names
 
 
-def functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """Every function of a module with its qualified name, outermost first."""
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def definitions(tree: ast.Module) -> Iterator[tuple[str, Definition]]:
+    """Every function and class of a module with its qualified name, outermost first."""
     stack: list[tuple[str, ast.AST]] = [("", tree)]
     while stack:
         prefix, node = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                name = f"{prefix}{child.name}"
-                if not isinstance(child, ast.ClassDef):
-                    yield name, child
-                stack.append((f"{name}.", child))
+            if isinstance(child, Definition):
+                yield f"{prefix}{child.name}", child
+                stack.append((f"{prefix}{child.name}.", child))
 
 
-def first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+def functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    return ((name, node) for name, node in definitions(tree) if not isinstance(node, ast.ClassDef))
+
+
+def first_line(node: Definition) -> int:
     return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
@@ -75,6 +85,24 @@ def enclosing(spans: list[tuple[int, int, str]], line: int) -> str:
     """The innermost of ``spans`` (first, last, name) that holds ``line``, or ""."""
     inside = [(last - first, name) for first, last, name in spans if first <= line <= last]
     return min(inside)[1] if inside else ""
+
+
+def span(node: ast.AST) -> tuple[int, ...]:
+    first = first_line(node) if isinstance(node, Definition) else node.lineno
+    return tuple(range(first, (node.end_lineno or node.lineno) + 1))
+
+
+def read_only_citations(tree: ast.Module) -> Iterator[tuple[str, str, tuple[int, ...], set[str]]]:
+    """(name, kind, lines, clauses) for the citations the clause tracer leaves out because they are
+    not the computation: a module's docstring, a class's docstring (the class is shown whole) and
+    the contracts (decorators) of a function or class."""
+    if (docstring := ast.get_docstring(tree, clean=False)) and cited(docstring):
+        yield "", "docstring", span(tree.body[0]), cited(docstring)
+    for name, node in definitions(tree):
+        if isinstance(node, ast.ClassDef) and (docstring := ast.get_docstring(node, clean=False)) and cited(docstring):
+            yield name, "whole", span(node), cited(docstring)
+        for decorator in node.decorator_list:
+            yield name, "contracts", span(decorator), cited(ast.unparse(decorator))
 
 
 @cache
@@ -86,23 +114,25 @@ def reference_code() -> tuple[dict[str, list[Shown]], dict[str, list[str]]]:
         file = path.relative_to(REFERENCE).as_posix()
         source = path.read_text(encoding="utf-8")
         sources[file] = source.splitlines()
+        tree = ast.parse(source)
         lines, calls = citations(str(path))
-        spans = [(first_line(node), node.end_lineno or node.lineno, name) for name, node in functions(ast.parse(source))]
-        by_start = {first: (last, name) for first, last, name in spans}
-        found: dict[tuple[str, str], list[int]] = {}
+        spans = [(first_line(node), node.end_lineno or node.lineno, name) for name, node in functions(tree)]
+        by_start = {first: name for first, _, name in spans}
+        parts: dict[tuple[str, str, str], list[int]] = {}  # (clause, name, kind) -> lines
         for first, clauses in calls.items():
-            last, name = by_start[first]
             for clause in clauses:
-                shown.setdefault(clause, []).append(Shown(file, name, tuple(range(first, last + 1)), whole=True))
-        for line, clauses in sorted(lines.items()):
-            name = enclosing(spans, line)
+                parts.setdefault((clause, by_start[first], "whole"), []).extend(span(dict(functions(tree))[by_start[first]]))
+        for line, clauses in lines.items():
             for clause in clauses:
-                found.setdefault((clause, name), []).append(line)
-        for (clause, name), cited_lines in found.items():
-            if not any(s.whole and s.file == file and s.function == name for s in shown.get(clause, ())):
-                shown.setdefault(clause, []).append(Shown(file, name, tuple(cited_lines), whole=False))
+                parts.setdefault((clause, enclosing(spans, line), "lines"), []).append(line)
+        for name, kind, numbers, clauses in read_only_citations(tree):
+            for clause in clauses:
+                parts.setdefault((clause, name, kind), []).extend(numbers)
+        for (clause, name, kind), numbers in parts.items():
+            if kind == "whole" or (clause, name, "whole") not in parts:
+                shown.setdefault(clause, []).append(Shown(file, name, tuple(sorted(set(numbers))), kind))
     for entries in shown.values():
-        entries.sort(key=lambda s: (s.file, s.lines))
+        entries.sort(key=lambda s: (s.file, s.lines, s.kind))
     return shown, sources
 
 
@@ -142,14 +172,14 @@ def annotation(clause: str, code: list[Shown], sources: dict[str, list[str]], te
     out = [""]
     for entry in code:
         where = f"[reference/{entry.file}](../../reference/{entry.file})"
-        what = f"`{entry.function}`" if entry.function else "module level"
-        if entry.whole and entry in seen:
+        what = f"`{entry.name}`" if entry.name else "module level"
+        if entry.kind == "whole" and entry in seen:
             out += [f"{where} {what}, shown whole under {seen[entry]}", ""]
             continue
-        if entry.whole:
+        if entry.kind == "whole":
             seen[entry] = clause
         out += [
-            f"{where} {what}{'' if entry.whole else ', the lines that cite it'}:",
+            f"{where} {what}{WHAT[entry.kind]}:",
             "",
             *code_block(sources[entry.file], entry.lines),
             "",
@@ -210,10 +240,11 @@ Generated, not normative: the spec is [spec/](../../spec/). Each file here is a 
 document in which every clause is followed by the code of the reference (reference/) that cites
 it and the tests that name it, so that a reader sees each rule and its code together.
 
-- A function whose docstring cites a clause is shown whole, the first time; a line that cites a
-  clause is shown alone, under the function that holds it. Citations are read as the clause
-  tracer reads them (conformance/clauses.py): contracts (decorators) and module or class
-  docstrings cite nothing here.
+- A function or class whose docstring cites a clause is shown whole, the first time (later
+  clauses point back to it); a line or a contract that cites a clause is shown alone, under the
+  function that holds it; a module's docstring that cites one is shown alone. Citations are read
+  as the clause tracer reads them (conformance/clauses.py), contracts and docstrings of modules
+  and classes added: they say where a rule is checked or described, not where it runs.
 - A test names a clause when its file holds the id (underscores read as hyphens), as
   tests/test_spec.py checks; it is listed as the test function that holds it, or as its file.
 - Only documents whose clauses the reference cites are annotated.
