@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from kvspec.conformance.clauses import CLAUSE_LINE
+
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ["replay.md", "s3fifo.md", "lru.md", "fifo.md", "benefit.md"]
-CLAUSE_LINE = re.compile(r"^- \*\*([A-Z][A-Z0-9]*(?:-[A-Z]+)*-\d+)\*\*", re.MULTILINE)
 CITATION = re.compile(r"\b((?:BEN|REPLAY|S3|LRU|FIFO)(?:-[A-Z]+)*)-(\d+)(?:\.\.(\d+)| to (?:BEN|REPLAY|S3|LRU|FIFO)(?:-[A-Z]+)*-(\d+))?")
 
 

@@ -16,6 +16,7 @@ import kvspec.reference
 
 PREFIXES = "BEN|REPLAY|S3|LRU|FIFO"
 CITATION = re.compile(rf"\b((?:{PREFIXES})(?:-[A-Z]+)*)-(\d+)(?:\.\.(\d+)| to (?:{PREFIXES})(?:-[A-Z]+)*-(\d+))?")
+CLAUSE_LINE = re.compile(r"^- \*\*([A-Z][A-Z0-9]*(?:-[A-Z]+)*-\d+)\*\*", re.MULTILINE)  # a clause of spec/*.md
 REFERENCE = Path(kvspec.reference.__file__).parent
 
 
