@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 import kvspec.reference
-from kvspec.conformance.annotate import annotated_documents, main
+from kvspec.conformance.core.annotated_spec import annotated_documents, write
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "docs" / "annotated-spec"
-REGENERATE = "python -c 'from kvspec.conformance.annotate import main; main(\"docs/annotated-spec\")'"
+REGENERATE = "kvspec spec annotate"
 FILES = [f"{name}.md" for name in annotated_documents(ROOT)] + ["README.md"]
 
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("annotated-spec")
-    main(folder, ROOT)
+    write(folder, ROOT)
     return folder
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.clauses import CLAUSE_LINE
+from kvspec.conformance.core.citations import CLAUSE_LINE
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ["replay.md", "s3fifo.md", "lru.md", "fifo.md", "benefit.md"]

@@ -9,10 +9,12 @@ from typing import Any
 from kvspec.adapters import protocol
 from kvspec.conformance.certification import report
 from kvspec.conformance.cli.arguments import folder_path, subcommand
+from kvspec.conformance.core import annotated_spec
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.fixtures import format as fixture_format
 from kvspec.conformance.fixtures.corpus import generate
 from kvspec.conformance.fixtures.recorded import collect
+from kvspec.reference import KvspecError
 
 
 def add(commands: Any) -> None:
@@ -23,6 +25,11 @@ def add(commands: Any) -> None:
                          help="write every JSON Schema: the adapter protocol's messages, the fixture format and the certification report")
     schemas.add_argument("directory", nargs="?", type=folder_path, default=Path("spec/schemas"), help="default: spec/schemas")
     schemas.set_defaults(handler=run_schemas, folders={"directory": ""})
+    annotate = subcommand(actions, "annotate", "the annotated spec is written",
+                          help="write each spec document with, under every clause, the reference code that cites it and the tests that "
+                          "name it (run in a checkout: it reads spec/ and tests/)")
+    annotate.add_argument("directory", nargs="?", type=folder_path, default=Path("docs/annotated-spec"), help="default: docs/annotated-spec")
+    annotate.set_defaults(handler=run_annotate, folders={"directory": ""})
 
 
 def add_fixtures_actions(actions: Any) -> None:
@@ -63,3 +70,10 @@ def run_schemas(args: argparse.Namespace) -> None:
         with written_whole(args.directory / name) as temporary:
             temporary.write_text(text, encoding="utf-8")
     print(f"{len(texts)} schemas in {args.directory}")
+
+
+def run_annotate(args: argparse.Namespace) -> None:
+    if not (Path("spec").is_dir() and Path("tests").is_dir()):
+        raise KvspecError("spec annotate reads spec/ and tests/: run it from a kvspec checkout")
+    annotated_spec.write(args.directory)
+    print(f"the annotated spec in {args.directory}")

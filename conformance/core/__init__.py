@@ -1,4 +1,5 @@
 """What every concern of the conformance tooling shares, and nothing above it: writing files whole
-(output), reading the clause citations of the code (citations), the workloads every side sends
+(output), reading the clause citations of the code (citations) and the annotated spec built from
+them (annotated_spec), the workloads every side sends
 (workloads: numberings, the conversation generator, the fixed probes) and the benefit policy's
 requests as JSON (benefit_requests)."""

@@ -2,10 +2,10 @@
 followed by the reference code that cites it and the tests that name it (docs/annotated-spec/).
 
 Generated, never edited, and not normative: spec/ is. A maintainer regenerates it with
-``python -c 'from kvspec.conformance.annotate import main; main("docs/annotated-spec")'`` from the
-checkout's root, and tests/test_annotated_spec.py fails until the committed copy matches.
+`kvspec spec annotate` from the checkout's root, and tests/test_annotated_spec.py fails until the
+committed copy matches.
 
-Citations are read as the clause tracer reads them (kvspec.conformance.clauses.citations), with
+Citations are read as the clause tracer reads them (kvspec.conformance.core.citations), with
 what the tracer leaves out because it does not run as the computation (contracts, the docstrings
 of modules and classes): a function or class whose docstring cites a clause is shown whole, once
 per document (later clauses point back to it); a line or a contract that cites one is shown
@@ -25,8 +25,8 @@ from functools import cache
 from pathlib import Path
 
 import kvspec.reference
-from kvspec.conformance.clauses import CLAUSE_LINE, citations, cited
-from kvspec.conformance.output import written_whole
+from kvspec.conformance.core.citations import CLAUSE_LINE, citations, cited
+from kvspec.conformance.core.output import written_whole
 
 REFERENCE = Path(kvspec.reference.__file__).parent
 # tests about the spec as a whole, which cite ids as data, name no clause
@@ -205,7 +205,7 @@ def annotated(name: str, checkout: Path = Path()) -> str:
         return f"]({target}" if Path(target).stem in ours and target.endswith(".md") else f"](../../spec/{target}"
 
     head = [
-        f"<!-- Generated from spec/{name}.md, kvspec/reference/ and tests/ by kvspec.conformance.annotate; do not edit. -->",
+        f"<!-- Generated from spec/{name}.md, kvspec/reference/ and tests/ by kvspec spec annotate; do not edit. -->",
         "",
         f"> An annotated copy of [spec/{name}.md](../../spec/{name}.md), which is the normative text: each clause is",
         "> followed by the reference code that cites it and the tests that name it. See [README.md](README.md).",
@@ -243,21 +243,21 @@ it and the tests that name it, so that a reader sees each rule and its code toge
 - A function or class whose docstring cites a clause is shown whole, the first time (later
   clauses point back to it); a line or a contract that cites a clause is shown alone, under the
   function that holds it; a module's docstring that cites one is shown alone. Citations are read
-  as the clause tracer reads them (conformance/clauses.py), contracts and docstrings of modules
+  as the clause tracer reads them (conformance/core/citations.py), contracts and docstrings of modules
   and classes added: they say where a rule is checked or described, not where it runs.
 - A test names a clause when its file holds the id (underscores read as hyphens), as
   tests/test_spec.py checks; it is listed as the test function that holds it, or as its file.
 - Only documents whose clauses the reference cites are annotated.
 
 Regenerate from the checkout's root with
-`python -c 'from kvspec.conformance.annotate import main; main("docs/annotated-spec")'`;
+`kvspec spec annotate`;
 tests/test_annotated_spec.py fails while the copy here is out of date.
 
 {listed}
 """
 
 
-def main(folder: str | Path, checkout: Path = Path()) -> None:
+def write(folder: str | Path, checkout: Path = Path()) -> None:
     """Write every annotated document of ``checkout`` and the index into ``folder``, each file whole."""
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
