@@ -9,7 +9,7 @@ request's blocks in order, then reads the resident count and, at the ``state`` l
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from kvspec.reference.replay import PolicyName
+from kvspec.reference.replay import PolicyName, ReplayConfig
 
 Level = Literal["results", "state"]
 
@@ -20,9 +20,9 @@ class AdapterConfig:
 
     policy: PolicyName
     capacity: int
-    block_size: int = 512
-    small_ratio: float = 0.1
-    max_freq: int = 3
+    block_size: int = ReplayConfig.block_size
+    small_ratio: float = ReplayConfig.small_ratio
+    max_freq: int = ReplayConfig.max_freq
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from kvspec.adapters.protocol import (
 )
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.certification.benefit_machine import benefit_machine_for
+from kvspec.conformance.core.citations import CLAUSE_LINE
 from kvspec.reference import KvspecError
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
@@ -45,7 +46,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 TEST_FILES = ("test_adapters.py", "test_faults.py")  # together they name every PROTO clause
 SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
-CLAUSE_LINE = re.compile(r"^- \*\*(PROTO-\d+)\*\*", re.MULTILINE)
 
 
 def assert_gone(adapter: ProcessAdapter) -> None:

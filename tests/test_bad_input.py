@@ -539,6 +539,10 @@ CORPUS_CASES: list[Case] = [
          files={**CHECKOUT, "good/report.json": json.dumps(REPORT).encode(), "rep/report.json": b'{"policies": 3}\n'}),
     Case("collect-outside-a-checkout", ("fixtures", "collect", "rep"), 1, error(r".*checkout.*"),
          files={"rep/report.json": json.dumps(REPORT).encode()}),
+    Case("spec-annotate-outside-a-checkout", ("spec", "annotate"), 1, error(r"spec annotate reads spec/ and tests/: run it from a kvspec checkout")),
+    Case("spec-annotate-into-a-file", ("spec", "annotate", "t.jsonl"), 1, error(r"t\.jsonl: .+"), files=TINY),
+    Case("spec-schemas-into-a-file", ("spec", "schemas", "t.jsonl"), 1, error(r"t\.jsonl: .+"), files=TINY),
+    Case("spec-without-an-action", ("spec",), 1, required("spec", "action")),
 ]
 
 # -------------------------------------------------------------------------------- hunt

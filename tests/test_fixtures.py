@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.core.citations import cited
+from kvspec.conformance.core.citations import CLAUSE_LINE, cited
 from kvspec.conformance.fixtures.format import FORMAT, canonical, case_id, schema_texts
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.fixtures.tracing import exercised
@@ -23,7 +23,6 @@ from kvspec.reference import KvspecError
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "spec" / "fixtures"
 FAKES = Path(__file__).resolve().parent / "fakes"
-CLAUSE_LINE = re.compile(r"^- \*\*([A-Z][A-Z0-9]*(?:-[A-Z]+)*-\d+)\*\*", re.MULTILINE)
 MUTANT_SPECS = [f"python:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}" for name in mutants.MUTANTS] + [
     f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}" for name in benefit_mutants.MUTANTS]
 

@@ -5,7 +5,7 @@ agree after each one.
 
 Keys and segments come from small pools, so that hits, removals, ghost take-overs, shared
 segments and size conflicts happen within a few steps; each example numbers its pool across
-BEN-KEY-1's [0, 2**64 - 1] (strategies.KEY_NUMBERINGS: small keys first, then keys equal in a
+BEN-KEY-1's [0, 2**64 - 1] (core/workloads.py KEY_NUMBERINGS: small keys first, then keys equal in a
 narrower integer or as doubles, both bounds). Costs include invalid samples and samples without
 net benefit; pressures include NaN and the infinities; configurations go around every edge, and
 now and then a knob takes a value from the whole domain, 2**63 - 1 and the values BEN-CONF-8
@@ -28,7 +28,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter, state_of
-from kvspec.adapters.interface import ConfigRefused
 from kvspec.adapters.protocol import to_double
 from kvspec.conformance.certification.benefit_diagnosis import (
     by_variants,
@@ -41,13 +40,12 @@ from kvspec.conformance.certification.benefit_diagnosis import (
 )
 from kvspec.conformance.certification.diagnosis import Diagnosis, consistent
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable
-from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.lockstep import Divergence, offered_to_both
 from kvspec.conformance.certification.machine import started
 from kvspec.conformance.certification.strategies import now_and_then
 from kvspec.conformance.core.benefit_requests import SEGMENT_SIZES as COMMON_SEGMENT_SIZES
 from kvspec.conformance.core.benefit_requests import hit, offer, victims
 from kvspec.conformance.core.workloads import KEY_NUMBERINGS, Numbering
-from kvspec.reference import ConfigError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 from kvspec.reference.validation import INT64_MAX
 
@@ -162,22 +160,12 @@ class BenefitMachine(RuleBasedStateMachine):
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
         self.step = 0  # operations are numbered from the configuration they follow
         self.agreed_clock = 0  # and the clock starts again (BEN-CLOCK-1)
-        try:
-            self.reference = BenefitPolicy(config)
-            refused_by = None
-        except ConfigError as error:
-            refused_by = error.clause
-        try:
-            self.adapter.configure_benefit(config)
-            accepted = True
-        except ConfigRefused:
-            accepted = False
+        reference, refused_by, accepted = offered_to_both(lambda: BenefitPolicy(config), lambda: self.adapter.configure_benefit(config))
         if (refused_by is None) != accepted:
             clause = refused_by or "BEN-CONF-8"
             raise self.diverge([clause, "BEN-CONF-8"], f"{config}: expected {'refused' if refused_by else 'accepted'}",
                                "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
-        if refused_by is not None:
-            self.reference = None
+        self.reference = reference
 
     @precondition(lambda self: self.reference is None)  # while refused, nothing but this step is enabled
     @rule(config=configs())

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.conformance.core.citations import cited
+from kvspec.conformance.core.workloads import Request
 from kvspec.conformance.galleries.mutants import MUTANT_CLASSES, CanonicalS3FIFO, is_int
 from kvspec.reference import S3FIFO, ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 from kvspec.reference.s3fifo import derive_caps
-
-Request = tuple[list[int], int]
 
 
 @dataclass(frozen=True)

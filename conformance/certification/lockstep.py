@@ -6,7 +6,8 @@ takes them from a trace file, with a Lockstep as the replay's Server. Both stop 
 Divergence.
 """
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import snapshot_of
@@ -25,6 +26,8 @@ from kvspec.conformance.certification.diagnosis import (
 )
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
+
+T = TypeVar("T")
 
 
 class Divergence(AssertionError):
@@ -71,6 +74,22 @@ def brief(hash_ids: list[int]) -> str:
     return f"[{', '.join(map(str, hash_ids[:6]))}, ... {', '.join(map(str, hash_ids[-3:]))}] ({len(hash_ids)} blocks)"
 
 
+
+def offered_to_both(build: Callable[[], T], configure: Callable[[], None]) -> tuple[T | None, str | None, bool]:
+    """A configuration offered to the reference (``build``) and to the implementation
+    (``configure``): the reference's policy or None, the clause that refused it, and whether the
+    implementation accepted it (it refuses by raising ConfigRefused)."""
+    try:
+        reference, refused_by = build(), None
+    except ConfigError as error:
+        reference, refused_by = None, error.clause
+    try:
+        configure()
+    except ConfigRefused:
+        return reference, refused_by, False
+    return reference, refused_by, True
+
+
 class Lockstep:
     """``adapter`` and the reference, on one configuration."""
 
@@ -87,16 +106,9 @@ class Lockstep:
     def configure(self) -> bool:
         """Configure both; True if both accepted, False if both refused (REPLAY-CONF-1, S3-CONF-5)."""
         config = self.config
-        try:
-            self.reference = make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
-            refused_by = None
-        except ConfigError as error:
-            refused_by = error.clause
-        try:
-            self.adapter.configure(config)
-            accepted = True
-        except ConfigRefused:
-            accepted = False
+        self.reference, refused_by, accepted = offered_to_both(
+            lambda: make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)),
+            lambda: self.adapter.configure(config))
         if refused_by is not None and accepted:
             raise self.diverge(accepted_wrongly(config, refused_by),
                                f"the configuration {config} must be refused, and the implementation accepted it", "refused", "accepted")

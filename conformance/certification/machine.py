@@ -5,7 +5,7 @@ Requests are drawn as a tree of conversations (chained prefixes: fresh, extend, 
 one-off scans), so that a shrunk counterexample is a short, realistic trace, and as arbitrary
 mixes of earlier and fresh ids: an old id after a new one, a ghost hit in the middle of a
 request, an id repeated within one request (REPLAY-TRACE-4). Fresh ids are numbered across the
-whole domain of REPLAY-TRACE-2 (strategies.ID_NUMBERINGS): small ones first, then ids that
+whole domain of REPLAY-TRACE-2 (core/workloads.py ID_NUMBERINGS): small ones first, then ids that
 collide in a narrower key, ids equal as doubles, both bounds, negative ids. Configurations are
 drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, small_ratio near 0
 and 1, and now and then a value from the whole domain, 2**63 - 1 and the values the spec refuses

@@ -18,6 +18,7 @@ from kvspec.conformance.measurement.sweep import Sweep
 from kvspec.reference import KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
 from kvspec.reference.trace import STDIN, TraceRecord
 
+DEFAULTS = ReplayConfig()  # REPLAY-CONF-1 to REPLAY-CONF-3, S3-CONF-1, S3-CONF-6
 EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in one line on stderr (a command line argparse "
                "refuses included); {finding}130 or 143 after SIGINT or SIGTERM, with nothing written.")
 
@@ -81,9 +82,9 @@ def capacity_list(text: str) -> list[int]:
 def add_trace_and_config(command: argparse.ArgumentParser) -> None:
     command.add_argument("trace", nargs="?", type=Path, help="the trace, plain or gzip (told apart by content), or - for standard input "
                          "(replay only: sweep reads the trace once per configuration); default: the bundled Mooncake conversation trace")
-    command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=512, help="tokens per block (default: 512)")
-    command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=0.1, help="S3FIFO: share of the capacity for the small queue (default: 0.1)")
-    command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=3, help="S3FIFO: frequency ceiling (default: 3)")
+    command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=DEFAULTS.block_size, help=f"tokens per block (default: {DEFAULTS.block_size})")
+    command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=DEFAULTS.small_ratio, help=f"S3FIFO: share of the capacity for the small queue (default: {DEFAULTS.small_ratio})")
+    command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=DEFAULTS.max_freq, help=f"S3FIFO: frequency ceiling (default: {DEFAULTS.max_freq})")
     command.add_argument("--output", type=file_path, help="write the JSON here instead of stdout (written whole or not at all)")
 
 
@@ -133,7 +134,7 @@ def summary(result: ReplayResult) -> str:
     )
 
 
-def base_config(args: argparse.Namespace, policy: str = "s3fifo", capacity: int = 4096) -> ReplayConfig:
+def base_config(args: argparse.Namespace, policy: str = DEFAULTS.policy, capacity: int = DEFAULTS.capacity) -> ReplayConfig:
     return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq)  # type: ignore[arg-type]
 
 

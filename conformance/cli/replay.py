@@ -12,6 +12,7 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.cli.arguments import (
+    DEFAULTS,
     add_adapter,
     add_trace_and_config,
     base_config,
@@ -36,8 +37,9 @@ def add(commands: Any) -> None:
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
     add_trace_and_config(run)
-    run.add_argument("--policy", choices=POLICIES, default="s3fifo", help="eviction policy (default: s3fifo)")
-    run.add_argument("--capacity", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"), default=4096, help="cache capacity in blocks (default: 4096)")
+    run.add_argument("--policy", choices=POLICIES, default=DEFAULTS.policy, help=f"eviction policy (default: {DEFAULTS.policy})")
+    run.add_argument("--capacity", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"), default=DEFAULTS.capacity,
+                     help=f"cache capacity in blocks (default: {DEFAULTS.capacity})")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
     add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
                 "with the reference; exit 3 at the first request on which they disagree, or where it fails")
