@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -458,3 +459,18 @@ def test_PROTO_17_the_server_serves_any_in_process_adapter() -> None:
         assert mutant.benefit_state().ghosts == ()  # its mistake, visible through the protocol
     run = subprocess.run([*SERVE, "cmd:node server.js"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "in-process adapter" in run.stderr
+
+
+class WithoutPolicies(ReferenceAdapter):
+    """The reference under the Adapter interface but for ``policies`` (PROTO-6 names them)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "policies":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_PROTO_18_an_in_process_adapter_names_its_policies_as_a_process_must() -> None:
+    implementation = Implementation(f"python:{__file__}:WithoutPolicies")
+    with pytest.raises(AdapterFailure, match=r"not an Adapter \(no policies\)"):
+        implementation.start()

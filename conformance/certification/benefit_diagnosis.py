@@ -22,12 +22,12 @@ from kvspec.adapters.protocol import from_double
 from kvspec.adapters.reference import ReferenceBenefitAdapter
 from kvspec.adapters.wire import answer_benefit, received
 from kvspec.conformance.certification.diagnosis import Diagnosis, consistent, named
+from kvspec.conformance.core.benefit_requests import Json
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.config import is_valid
 from kvspec.reference.benefit.selection import physical_release
 
-Json = dict[str, Any]
 COST_SIDES = ("cold_prefill_cost", "restore_cost")
 
 

@@ -65,7 +65,7 @@ COSTS = st.integers(0, len(FIXED_COSTS)).flatmap(lambda i: EACH_FIXED_COST[i] if
 ABOVE_SMALL_INTS = 257  # CPython keeps one object for each int up to 256: above, `is` no longer means ==
 # By slot (segment ids are numbered as keys are): shares that are not whole, a size above the
 # small ints, and a segment of 0 bytes, which releases nothing.
-SEGMENT_SIZES = {**COMMON_SEGMENT_SIZES, 4: 300, 5: 0}
+MACHINE_SEGMENT_SIZES = {**COMMON_SEGMENT_SIZES, 4: 300, 5: 0}
 EVERY_BYTE = 10**6  # more than every entry holds: the victims list the whole order (BEN-VICTIM-2)
 
 
@@ -74,8 +74,8 @@ def wire_int(value: int) -> int:
     return int(str(value))
 
 
-SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), wire_int(SEGMENT_SIZES[slot])), st.runner(),
-                     st.sampled_from(sorted(SEGMENT_SIZES)))
+SEGMENTS = st.builds(lambda machine, slot: (machine.numbering(slot), wire_int(MACHINE_SEGMENT_SIZES[slot])), st.runner(),
+                     st.sampled_from(sorted(MACHINE_SEGMENT_SIZES)))
 
 
 DISTINCT_SEGMENTS = st.lists(SEGMENTS, unique=True, max_size=3)
@@ -300,7 +300,7 @@ class BenefitMachine(RuleBasedStateMachine):
         offered again: their ghosts fill small tables, the smallest (last_observation, key) dropped
         first whatever its weights (BEN-GHOST-2), the re-offer takes its ghost over (BEN-ADMIT-5), and the empty segment goes
         with its last reference, not its first (BEN-LEDGER-2, in the cap's scratch ledger too)."""
-        empty = (self.numbering(5), wire_int(SEGMENT_SIZES[5]))
+        empty = (self.numbering(5), wire_int(MACHINE_SEGMENT_SIZES[5]))
         for key in keys:
             self.offer(key, 8, [empty], FIXED_COSTS[0], frozenset())
         self.hit(keys[0], FIXED_COSTS[0])
@@ -311,7 +311,7 @@ class BenefitMachine(RuleBasedStateMachine):
     def fill_ghosts(self) -> None:
         """One ghost more than a table of 257 holds (BEN-GHOST-2, BEN-GHOST-3), then the oldest key
         offered again: its ghost is gone."""
-        fresh = [self.numbering(len(SEGMENT_SIZES) + n) for n in range(1, ABOVE_SMALL_INTS + 2)]
+        fresh = [self.numbering(len(MACHINE_SEGMENT_SIZES) + n) for n in range(1, ABOVE_SMALL_INTS + 2)]
 
         def run() -> None:
             for key in fresh:
@@ -338,7 +338,7 @@ class BenefitMachine(RuleBasedStateMachine):
 
     def offer_many_segments(self) -> None:
         """An offer of 257 segments of 1 byte (BEN-ADMIT-1 counts their ids), then its removal."""
-        shared = [(self.numbering(len(SEGMENT_SIZES) + n), wire_int(1)) for n in range(1, ABOVE_SMALL_INTS + 1)]
+        shared = [(self.numbering(len(MACHINE_SEGMENT_SIZES) + n), wire_int(1)) for n in range(1, ABOVE_SMALL_INTS + 1)]
         self.offer(self.numbering(1), 1, shared, FIXED_COSTS[0], frozenset())
         self.remove(self.numbering(1), frozenset())
 

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from kvspec.conformance.certification.certify import Outcome
 
 
-
 class Session:
     """The implementation of a pytest session: resolved on first use, started by each item, stopped at its end."""
 

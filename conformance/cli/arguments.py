@@ -63,18 +63,6 @@ def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[
     return parse
 
 
-UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-
-
-def byte_count(text: str) -> int:
-    """An integer number of bytes, with an optional binary unit: 4096, 64MiB, 16 GiB."""
-    number = text.rstrip("KMGTiB ")
-    unit = text[len(number):].strip()
-    if unit not in UNITS:
-        raise ValueError(text)
-    return int(number) * UNITS[unit]
-
-
 def capacity_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",")]
 
@@ -138,7 +126,6 @@ def base_config(args: argparse.Namespace, policy: str = DEFAULTS.policy, capacit
     return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq)  # type: ignore[arg-type]
 
 
-BUNDLED = ("conversation", "synthetic")  # reference/traces/NOTICE.md
 
 
 def open_trace(args: argparse.Namespace) -> TraceFile:

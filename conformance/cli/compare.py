@@ -5,11 +5,23 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kvspec.conformance.cli.arguments import BUNDLED, byte_count, file_path, read_once_only, subcommand, typed, with_progress
+from kvspec.conformance.cli.arguments import file_path, read_once_only, subcommand, typed, with_progress
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.measurement import comparison
 from kvspec.reference import KvspecError, TraceFile, bundled_trace_path
 from kvspec.reference.validation import INT64_MAX
+
+BUNDLED = ("conversation", "synthetic")  # reference/traces/NOTICE.md
+UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def byte_count(text: str) -> int:
+    """An integer number of bytes, with an optional binary unit: 4096, 64MiB, 16 GiB."""
+    number = text.rstrip("KMGTiB ")
+    unit = text[len(number):].strip()
+    if unit not in UNITS:
+        raise ValueError(text)
+    return int(number) * UNITS[unit]
 
 
 def add(commands: Any) -> None:

@@ -24,11 +24,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import kvspec.reference
-from kvspec.conformance.core.citations import CLAUSE_LINE, citations, cited
+from kvspec.conformance.core.citations import CLAUSE_LINE, REFERENCE, citations, cited
 from kvspec.conformance.core.output import written_whole
 
-REFERENCE = Path(kvspec.reference.__file__).parent
 # tests about the spec as a whole, which cite ids as data, name no clause
 NOT_CLAUSE_TESTS = {"test_spec.py", "test_annotated_spec.py"}
 LINK = re.compile(r"\]\((?![a-z]+:|#)([^)#\s]+)")

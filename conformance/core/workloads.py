@@ -6,7 +6,7 @@ record (spec/replay.md, spec/benefit.md BEN-KEY-1).
 from dataclasses import dataclass, field
 
 from kvspec.adapters.interface import AdapterConfig
-from kvspec.reference import ConfigError
+from kvspec.reference import ConfigError, ReplayConfig
 from kvspec.reference.s3fifo import derive_caps, ratio_is_valid
 from kvspec.reference.validation import INT64_MIN, check_count
 
@@ -106,8 +106,8 @@ LONG = 257  # CPython keeps one int object for each value up to 256; a longer qu
 
 
 def pinned(pins: Pins, ratio: float) -> tuple[float, int]:
-    """small_ratio and max_freq: the pinned ones, or ``ratio`` and 3."""
-    return (ratio if pins.small_ratio is None else pins.small_ratio), (3 if pins.max_freq is None else pins.max_freq)
+    """small_ratio and max_freq: the pinned ones, or ``ratio`` and the default max_freq."""
+    return (ratio if pins.small_ratio is None else pins.small_ratio), (ReplayConfig.max_freq if pins.max_freq is None else pins.max_freq)
 
 
 def smallest_capacity(ratio: float, each: int, at_least: int, at_most: int = 2**13) -> int | None:
