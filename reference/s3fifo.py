@@ -136,15 +136,16 @@ STATE_PRECONDITIONS = (
 
 def s3fifo_rule(rule: F) -> F:
     """A rule of spec/s3fifo.md: it starts from a cache whose sizes S3-CONF-3 to S3-CONF-6 allow,
-    within S3-INV-1 to S3-INV-3, with S3-QUEUE-2 and S3-FREQ-1 holding, and leaves one so."""
+    within S3-INV-1 to S3-INV-3, with S3-QUEUE-2 and S3-FREQ-1 holding, and leaves S3-QUEUE-2 and
+    S3-FREQ-1 holding (the sizes are access's own postcondition, and the next rule's precondition)."""
     rule = ensure(entries_are_valid, "S3-QUEUE-2, S3-FREQ-1: the rule leaves a valid state", per_access_state=True)(rule)
-    rule = ensure(within_caps, "S3-INV-1, S3-INV-2, S3-INV-3: the rule leaves every queue within its size")(rule)
     for holds, clauses, per_access_state in reversed(STATE_PRECONDITIONS):  # checked in the order listed
         rule = require(holds, clauses, per_access_state=per_access_state)(rule)
     return rule
 
 
 @s3fifo_rule
+@ensure(within_caps, "S3-INV-1, S3-INV-2, S3-INV-3: every queue within its size after the access")
 @ensure(lambda cache, h: is_resident(cache, h) and h not in cache.ghost, "S3-ACCESS-1 to S3-ACCESS-4: h is resident after its access")
 @ensure(lambda cache, h: 0 <= cache.small.get(h, cache.main.get(h, 0)) <= cache.caps.max_freq, "S3-FREQ-1")
 def access(cache: "S3FIFO", h: int) -> None:
