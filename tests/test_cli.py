@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from kvspec.conformance import cli
+from kvspec.conformance.cli import certify as certify_command
+from kvspec.conformance.cli import interruption
 from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ReplayConfig, TraceFile, replay
 
@@ -136,6 +139,24 @@ def test_a_terminal_gets_a_summary_on_stderr(tmp_path: Path, monkeypatch: pytest
     assert cli.main(["replay", str(trace), "--policy", "lru", "--capacity", "8"]) == 0
     assert terminal.getvalue() == "lru, 8 blocks of 512 tokens: 3 requests, 1,512 of 3,000 prompt tokens hit (50.40%); 3 blocks resident at the end\n"
     assert json.loads(capsys.readouterr().out)["total_hit_tokens"] == 1512
+
+
+def test_an_exception_raised_in_place_of_an_interruption_still_ends_as_the_interruption(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hypothesis's engine, unwinding a SIGTERM that arrived inside its own bookkeeping, raised an
+    IndexError of its own (data.py's stop_span, popping an empty list): kvspec must still end as
+    interrupted, 143 and one line, not with that traceback."""
+    def interrupted_then_replaced(args: object) -> int:
+        try:
+            interruption.interrupted(signal.SIGTERM, None)
+        except interruption.Interrupted:
+            raise IndexError("pop from empty list") from None
+        raise AssertionError("interrupted() returned")
+    monkeypatch.setattr(interruption, "RECEIVED", [])
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # this test process keeps pytest's handlers
+    monkeypatch.setattr(certify_command, "run_certify", interrupted_then_replaced)
+    assert cli.main(["certify", "--adapter", "reference"]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "kvspec: interrupted\n"
 
 
 def test_progress_draws_only_on_a_terminal_after_its_delay_and_clears_its_line() -> None:

@@ -13,7 +13,7 @@ from importlib.metadata import version
 
 from kvspec.conformance.cli import certify, compare, fixtures, hunt, maintainers, replay, sweep
 from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser
-from kvspec.conformance.cli.interruption import Interrupted, interrupted
+from kvspec.conformance.cli.interruption import Interrupted, interrupted, unless_interrupted
 from kvspec.conformance.core.output import check_folder, check_output
 from kvspec.reference import SPEC_VERSION, KvspecError
 
@@ -60,9 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, interrupted)
     try:
-        check_outputs(args)
-        status = args.handler(args)
-        sys.stdout.flush()
+        try:
+            check_outputs(args)
+            status = args.handler(args)
+            sys.stdout.flush()
+        except Exception:
+            unless_interrupted()  # what the interruption's unwinding raised in its place (Hypothesis's engine may)
+            raise
         if status:
             return status
     except KvspecError as error:
