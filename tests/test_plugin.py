@@ -44,14 +44,16 @@ def test_a_conforming_implementation_passes_as_one_test(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(["*collected 1 item*", "kvspec-certify?lru? .*"])
 
 
-def test_a_mutant_fails_with_the_clause_and_the_shrunk_steps(pytester: pytest.Pytester) -> None:
+def test_a_mutant_fails_with_the_clause_and_the_shrunk_requests_in_their_replay_command(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "--kvspec-adapter=python:kvspec.conformance.galleries.mutants:no_min_clamp", "--kvspec-policy=s3fifo", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*s3fifo: DOES NOT CONFORM", "*examples/s", "REPLAY-HIT-1: *", "shrunk steps:", "*state.request(*", "FAILED kvspec-certify?s3fifo?*"]
+        ["*s3fifo: DOES NOT CONFORM", "*examples/s", "REPLAY-HIT-1: *", "*the shrunk counterexample, * requests*",
+         "kvspec replay - --adapter python:kvspec.conformance.galleries.mutants:no_min_clamp --policy s3fifo * <<'EOF'",
+         '{"timestamp": 0, "input_length": *, "output_length": 0, "hash_ids": [[]*[]]}', "EOF", "FAILED kvspec-certify?s3fifo?*"]
     )
 
 

@@ -64,3 +64,35 @@ def test_a_conforming_report_passes_every_clause(tmp_path: Path) -> None:
     assert report.conforms and report.policies[0].failures == []
     assert set(report.policies[0].clauses.values()) == {"pass"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
+
+
+def test_a_failing_certification_prints_its_shrunk_requests_inside_a_command_that_replays_them() -> None:
+    """Without --report, the verdict's counterexample is the requests themselves inside `kvspec
+    replay -`: pasted whole into a shell, it reproduces the divergence."""
+    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.mutants:no_min_clamp", "--policy", "s3fifo")
+    assert run.returncode == 3, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("kvspec replay - --adapter"))
+    pasted = "\n".join(lines[start:lines.index("EOF", start) + 1]) + "\n"
+    requests = pasted.splitlines()[1:-1]
+    assert requests and all(json.loads(line)["hash_ids"] for line in requests)
+    bin_folder = str(Path(sys.executable).parent)  # where the installed `kvspec` is
+    replayed = subprocess.run(["bash", "-c", pasted], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PATH": f"{bin_folder}:{os.environ['PATH']}"})
+    assert replayed.returncode == 3 and replayed.stdout == "", replayed.stderr
+    assert f"at line {len(requests)} of <stdin>" in replayed.stderr and "REPLAY-HIT-1:" in replayed.stderr
+
+
+def test_a_failing_benefit_certification_prints_its_shrunk_operations_as_protocol_requests(tmp_path: Path) -> None:
+    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.benefit_mutants:ghosts_lost", "--policy", "benefit",
+                 "--report", str(tmp_path))
+    assert run.returncode == 3, run.stdout + run.stderr
+    report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    failure = report.policies[0].failures[0]
+    assert failure.trace_file is not None and failure.replay_command is not None
+    case = json.loads((tmp_path / failure.trace_file).read_text())
+    shown = [{"cmd": "configure_benefit", "config": case["config"]}, *(step["request"] for step in case["operations"])]
+    lines = run.stdout.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith('{"cmd": "configure_benefit"'))
+    assert [json.loads(line) for line in lines[start:start + len(shown)]] == shown and lines[start + len(shown)] == ""
+    assert f"    replay it: {failure.replay_command}" in lines

@@ -65,11 +65,11 @@ class CertifyError(Exception):
 
 
 class NonConformance(CertifyError):
-    def __init__(self, outcome: Outcome, header: str) -> None:
+    def __init__(self, outcome: Outcome, header: str, adapter_spec: str) -> None:
+        from kvspec.conformance.certification.report import counterexample
+
         self.outcome = outcome
-        findings = "\n".join(
-            f"{finding.message}\nshrunk steps:\n" + "\n".join(f"  {line}" for line in finding.steps.splitlines()) for finding in outcome.findings
-        )
+        findings = "".join(f"{finding.message}\n{counterexample(adapter_spec, finding, None)}" for finding in outcome.findings)
         super().__init__(f"{outcome.policy}: DOES NOT CONFORM\n{header}\n{findings}")
 
 
@@ -180,7 +180,7 @@ class CertifyItem(pytest.Item):
         except AdapterFailure as failure:
             raise CertifyError(f"{self.policy}: DOES NOT CONFORM\n{header}\n{failure.clause}: at its stop: {failure}") from None
         if not outcome.conforms:
-            raise NonConformance(outcome, header)
+            raise NonConformance(outcome, header, certification.spec)
         self.add_report_section("call", "kvspec", header)  # shown by -rP
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:

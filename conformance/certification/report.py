@@ -13,6 +13,7 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
+from kvspec.conformance.certification.lockstep import Divergence
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
@@ -114,6 +115,17 @@ def replay_command(adapter_spec: str, config: AdapterConfig, trace_file: Path) -
     return shlex.join(words)
 
 
+def verify_command(adapter_spec: str, case_file: Path) -> str:
+    """The benefit operations' case through the implementation: `kvspec fixtures verify` replays it."""
+    return shlex.join(["kvspec", "fixtures", "verify", str(case_file), "--adapter", adapter_spec])
+
+
+def counterexample_file(directory: Path, policy: str, number: int, divergence: Divergence) -> Path:
+    """Where the report saves a finding's shrunk counterexample: a fixture case for the benefit
+    operations, a Mooncake trace for the requests."""
+    return directory / f"{policy}-counterexample-{number}.{'json' if divergence.benefit is not None else 'jsonl'}"
+
+
 def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
     """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``."""
     divergence = finding.divergence
@@ -121,15 +133,14 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
         return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
                        replay_command=None, steps=finding.steps)
     trace_file = command = None
+    path = counterexample_file(directory, policy, number, divergence)
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
-        path = directory / f"{policy}-counterexample-{number}.json"
         case = benefit_case(f"counterexample: {adapter_spec} ({divergence.clauses[0]})", f"the shrunk counterexample of `kvspec certify "
                             f"--adapter {adapter_spec} --policy benefit`", divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(path) as temporary:
             temporary.write_text(canonical({**case, "id": case_id(case)}))
-        trace_file, command = path.name, shlex.join(["kvspec", "fixtures", "verify", str(path), "--adapter", adapter_spec])
+        trace_file, command = path.name, verify_command(adapter_spec, path)
     elif divergence.config is not None and divergence.trace:
-        path = directory / f"{policy}-counterexample-{number}.jsonl"
         with written_whole(path) as temporary:
             temporary.write_text(trace_lines(divergence.trace))
         trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
@@ -140,6 +151,30 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
     return Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
                    request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
                    trace_file=trace_file, replay_command=command, steps=finding.steps)
+
+
+def counterexample(adapter_spec: str, finding: Finding, saved: Path | None) -> str:
+    """The shrunk counterexample itself, ready to paste: the requests inside the command that
+    replays them through the implementation, or the benefit operations as the protocol requests
+    the implementation was sent. Hypothesis's own steps are left to report.md, except where they
+    are all there is. ``saved``: where the report saved it, if it did."""
+    divergence = finding.divergence
+    if divergence is None or (divergence.benefit is None and (divergence.config is None or not divergence.trace)):
+        return "    shrunk steps:\n" + "".join(f"      {line}\n" for line in finding.steps.splitlines()) if finding.steps else ""
+    if divergence.benefit is not None:
+        requests = [{"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *divergence.benefit["operations"]]
+        lines = [f"    the shrunk counterexample, {len(requests) - 1} operations after the configuration:", ""]
+        lines += [json.dumps(request, allow_nan=False) for request in requests]
+        replay = (f"replay it: {verify_command(adapter_spec, saved)}" if saved
+                  else "--report FOLDER saves it as a fixture case that `kvspec fixtures verify` replays")
+        return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
+    command = replay_command(adapter_spec, divergence.config, saved or Path("-"))
+    lines = [f"    the shrunk counterexample, {len(divergence.trace)} requests; this replays it through the implementation:", ""]
+    if saved is None:
+        lines += [f"{command} <<'EOF'", *trace_lines(divergence.trace).splitlines(), "EOF"]
+    else:
+        lines += [command, "", *trace_lines(divergence.trace).splitlines()]
+    return "\n".join([*lines, ""]) + "\n"
 
 
 def shown_broken(outcome: Outcome) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from kvspec.adapters import Implementation, Started
 from kvspec.adapters.interface import AdapterFailure
 from kvspec.conformance.certification.certify import PROFILES, Finding, Outcome, certify_policy
 from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.report import build_report, write_report
+from kvspec.conformance.certification.report import build_report, counterexample, counterexample_file, write_report
 from kvspec.conformance.cli.arguments import add_adapter, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.core.workloads import Pins
@@ -72,10 +72,10 @@ def run_certify(args: argparse.Namespace) -> int:
     for outcome in outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
         print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")
-        for finding in outcome.findings:
+        for number, finding in enumerate(outcome.findings, start=1):
             print(f"    {finding.message}")
-            if finding.steps:
-                print("    shrunk steps:\n" + "\n".join(f"      {line}" for line in finding.steps.splitlines()))
+            saved = None if args.report is None or finding.divergence is None else counterexample_file(args.report, outcome.policy, number, finding.divergence)
+            print(counterexample(args.adapter, finding, saved), end="")
     return 0 if conforms else 3
 
 
