@@ -484,7 +484,7 @@ def verify(*extra: str) -> tuple[str, ...]:
     return ("fixtures", "verify", *extra, "--adapter", "reference")
 
 
-REPORT = {"kvspec_version": "0.1.0", "spec_version": "0.1.0", "adapter": "reference",
+REPORT = {"kvspec_version": "0.1.0", "spec_version": "0.1.0", "hypothesis_version": "6.170.17", "adapter": "reference",
           "implementation": {"name": "kvspec-reference", "language": "python", "version": "0.1.0"}, "level": "state", "profile": "quick",
           "seed": 0, "pins": {}, "conforms": True, "faults": [],
           "policies": [{"policy": "fifo", "conforms": True, "examples_per_second": 190.0,

@@ -103,7 +103,7 @@ def test_hunt_without_crosshair_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "absent").mkdir()
     (tmp_path / "absent" / "sitecustomize.py").write_text('import sys\nsys.modules["crosshair"] = None\n')
     refused(kvspec("hunt", "check", PYTHONPATH=str(tmp_path / "absent")),
-            r"crosshair check .+: CrossHair is not installed \(pip install crosshair-tool\)")
+            r"crosshair check .+: CrossHair is not installed \(pip install 'kvspec\[hunt\]'\)")
     (tmp_path / "broken" / "crosshair").mkdir(parents=True)
     (tmp_path / "broken" / "crosshair" / "__init__.py").write_text('raise ImportError("libz3.so: cannot open shared object file")\n')
     refused(kvspec("hunt", "check", PYTHONPATH=str(tmp_path / "broken")),

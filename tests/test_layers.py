@@ -4,6 +4,7 @@ below it (README's folder table), and no modules import each other in a circle, 
 inside functions included (they hide a cycle from Python, not from a reader)."""
 
 import ast
+import fnmatch
 import tomllib
 from pathlib import Path
 
@@ -87,6 +88,23 @@ def test_every_package_is_a_layer_and_is_installed() -> None:
     installed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     assert packages - installed == set()
     assert {name for name in packages if name.startswith("kvspec.conformance.")} <= set(LAYERS)
+
+
+def test_every_folder_with_files_is_a_listed_package_and_every_data_file_is_shipped() -> None:
+    """A folder inside a package is a package to Python: unlisted, setuptools warns "Package would
+    be ignored" on every `pip install .`, and a data file that no package-data pattern names is left
+    out of the install."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for name, folder in setuptools["package-dir"].items():
+        for path in (ROOT / folder).rglob("*"):
+            if "__pycache__" in path.parts or path.suffix == ".py":
+                continue
+            package = ".".join([name, *path.relative_to(ROOT / folder).parts[: -1 if path.is_file() else None]])
+            if path.is_dir():
+                assert package in setuptools["packages"], f"{path.relative_to(ROOT)}: add {package} to pyproject's packages"
+            else:
+                patterns = setuptools["package-data"].get(package, [])
+                assert any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns), f"{path.relative_to(ROOT)}: not in {package}'s package-data"
 
 
 def test_the_cycle_finder_sees_a_cycle_through_three_modules_and_none_in_a_chain() -> None:

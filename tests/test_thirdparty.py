@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import load_adapter
+from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.report import Report
 
@@ -105,6 +106,28 @@ def test_libcachesim_admits_nothing_when_the_small_fifo_holds_one_block(capacity
     cache = libcachesim.S3FIFO(cache_size=capacity, hashpower=10)
     hits = [cache.get(libcachesim.Request(obj_size=1, obj_id=key)) for key in [1, 2, 1, 2, 1]]
     assert hits == [False] * 5 and cache.get_n_obj() == 0
+
+
+def test_libcachesim_has_no_max_freq_so_its_adapter_accepts_minus_1() -> None:
+    """S3-CONF-6: max_freq -1 must be refused; the binding has no such knob to refuse it."""
+    adapter = load_adapter(f"python:{CERTIFICATIONS / 'libcachesim' / 'adapter.py'}:adapter")
+    adapter.configure(AdapterConfig("s3fifo", 6, 1, 0.5, -1))
+    adapter.access([1])
+    assert adapter.resident_count() == 1
+
+
+def test_libcachesim_promotes_into_m_without_draining_it(tmp_path: Path) -> None:
+    """S3-ADMIT-M-1, S3-INV-2: capacity 7, small_ratio 0.75 (small 5, main 2). While S is full,
+    6 and 7 go to M (S3-ACCESS-4's variant); 1 and 2 are promoted into M on top of them, and the
+    next evictions take 6 and 7 from M where the spec drains 3, 4 and 5 from S: at request 5 the
+    scan finds a 2-block prefix [4, 5] resident that the spec has evicted."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 0, "input_length": len(ids), "output_length": 0, "hash_ids": ids}) + "\n"
+                             for ids in ([1], [1, 2], [1, 2, 3], [4, 5, 6, 7, 8, 9, 10], [4, 5, 6, 7, 8, 9, 10, 11])))
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "replay", str(trace), "--adapter",
+                          f"python:{CERTIFICATIONS / 'libcachesim' / 'adapter.py'}:adapter", "--policy", "s3fifo", "--capacity", "7",
+                          "--block-size", "1", "--small-ratio", "0.75", "--max-freq", "1"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3 and "(request 5)" in run.stderr and "expected 0 hit tokens, got 2" in run.stderr, run.stderr
 
 
 def test_the_published_readmes_cite_only_facts_these_tests_check() -> None:

@@ -82,6 +82,8 @@ class Report(BaseModel):
 
     kvspec_version: str
     spec_version: str
+    hypothesis_version: str = Field(description="the Hypothesis that drew the examples: the same seed draws the same examples only under "
+                                    "the same Hypothesis")
     adapter: str
     implementation: dict[str, str]
     level: Literal["results", "state", "unknown"] = Field(description="unknown: the implementation failed before it said")
@@ -197,7 +199,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
     ]
     identity = Identity(adapter_spec, "unknown", "unknown") if adapter is None else adapter.identity
     return Report(
-        kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, adapter=adapter_spec,
+        kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"), adapter=adapter_spec,
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
         level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
         pins={k: v for k, v in vars(pins).items() if v is not None}, conforms=not faults and all(v.conforms for v in verdicts),
@@ -211,7 +213,8 @@ def markdown(report: Report) -> str:
         f"# kvspec certification: {impl['name']} {impl['version']} ({impl['language']})", "",
         f"- verdict: **{'conforms' if report.conforms else 'does not conform'}**",
         f"- adapter: `{report.adapter}` (level {report.level})",
-        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, profile {report.profile}, seed {report.seed}",
+        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, Hypothesis {report.hypothesis_version}, profile {report.profile}, "
+        f"seed {report.seed}",
     ]
     if report.pins:
         held = ", ".join(f"{knob} = {value}" for knob, value in report.pins.items())

@@ -43,6 +43,8 @@ class LibCacheSimS3FIFO:
         self.cache = None
         if config.policy != "s3fifo":
             raise ConfigRefused("the adapter drives libCacheSim's S3FIFO only")
+        if config.block_size < 1:  # the replay's knob, which the adapter holds (hit_tokens), not libCacheSim
+            raise ConfigRefused(f"REPLAY-CONF-2: block_size must be at least 1, not {config.block_size}")
         # As S3FIFO_init computes the two sizes; it aborts the process where either is not positive
         # (a NaN or infinite ratio gives C's undefined cast, so no size at all).
         product = config.capacity * config.small_ratio
