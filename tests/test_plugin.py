@@ -51,7 +51,7 @@ def test_a_mutant_fails_with_the_clause_and_the_shrunk_requests_in_their_replay_
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*s3fifo: DOES NOT CONFORM", "*examples/s", "REPLAY-HIT-1: *", "*the shrunk counterexample, * requests*",
+        ["*s3fifo: DOES NOT CONFORM", "*examples/s", "REPLAY-HIT-1: *", "*the shrunk counterexample, * request*",
          "kvspec replay - --adapter python:kvspec.conformance.galleries.mutants:no_min_clamp --policy s3fifo * <<'EOF'",
          '{"timestamp": 0, "input_length": *, "output_length": 0, "hash_ids": [[]*[]]}', "EOF", "FAILED kvspec-certify?s3fifo?*"]
     )

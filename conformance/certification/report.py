@@ -161,22 +161,28 @@ def counterexample(adapter_spec: str, finding: Finding, saved: Path | None) -> s
     the implementation was sent. Hypothesis's own steps are left to report.md, except where they
     are all there is. ``saved``: where the report saved it, if it did."""
     divergence = finding.divergence
+    if divergence is not None and divergence.benefit is None and divergence.request == 0:
+        return ""  # a configuration, which the message names: there is no request to show
     if divergence is None or (divergence.benefit is None and (divergence.config is None or not divergence.trace)):
         return "    shrunk steps:\n" + "".join(f"      {line}\n" for line in finding.steps.splitlines()) if finding.steps else ""
     if divergence.benefit is not None:
         requests = [{"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *divergence.benefit["operations"]]
-        lines = [f"    the shrunk counterexample, {len(requests) - 1} operations after the configuration:", ""]
+        lines = [f"    the shrunk counterexample, {plural(len(requests) - 1, 'operation')} after the configuration:", ""]
         lines += [json.dumps(request, allow_nan=False) for request in requests]
         replay = (f"replay it: {verify_command(adapter_spec, saved)}" if saved
                   else "--report FOLDER saves it as a fixture case that `kvspec fixtures verify` replays")
         return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
     command = replay_command(adapter_spec, divergence.config, saved or Path("-"))
-    lines = [f"    the shrunk counterexample, {len(divergence.trace)} requests; this replays it through the implementation:", ""]
+    lines = [f"    the shrunk counterexample, {plural(len(divergence.trace), 'request')}; this replays it through the implementation:", ""]
     if saved is None:
         lines += [f"{command} <<'EOF'", *trace_lines(divergence.trace).splitlines(), "EOF"]
     else:
         lines += [command, "", *trace_lines(divergence.trace).splitlines()]
     return "\n".join([*lines, ""]) + "\n"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def shown_broken(outcome: Outcome) -> tuple[str, ...]:
