@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kvspec.conformance.core.citations import CLAUSE_LINE, cited
-from kvspec.conformance.fixtures.format import FORMAT, canonical, case_id, schema_texts
+from kvspec.conformance.fixtures.format import FORMAT, ID_PATTERN, canonical, case_id, schema_texts
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.fixtures.tracing import exercised
 from kvspec.conformance.galleries import benefit_mutants, mutants
@@ -102,6 +102,8 @@ def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementa
         assert canonical(case) == path.read_text(encoding="utf-8")
         ids.append(case["id"])
     assert sorted(ids) == sorted(set(ids)) == sorted(entry["id"] for entry in read_manifest(CORPUS))
+    quoted = {m.group(0) for doc in ("README.md", "spec/fixtures.md") for m in re.finditer(rf"\b{ID_PATTERN}\b", (ROOT / doc).read_text())}
+    assert quoted and sorted(quoted - set(ids)) == []  # the ids the docs give as examples are the corpus's
     annotated = {**case, "id": "", "title": case["title"] + "!", "provenance": "elsewhere", "clauses": [*case["clauses"], "FIX-3"]}
     assert case_id(annotated, "a source") == case_id(case, "a source") == f"{kind}-a-source-{digest}"
     assert case_id({**case, "level": "state" if case["level"] == "results" else "results"}, "a source") != case_id(case, "a source")
