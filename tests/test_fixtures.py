@@ -15,6 +15,7 @@ import pytest
 
 from kvspec.conformance.core.citations import CLAUSE_LINE, cited
 from kvspec.conformance.fixtures.format import FORMAT, ID_PATTERN, canonical, case_id, schema_texts
+from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.fixtures.tracing import exercised
 from kvspec.conformance.galleries import benefit_mutants, mutants
@@ -104,6 +105,9 @@ def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementa
     assert sorted(ids) == sorted(set(ids)) == sorted(entry["id"] for entry in read_manifest(CORPUS))
     quoted = {m.group(0) for doc in ("README.md", "spec/fixtures.md") for m in re.finditer(rf"\b{ID_PATTERN}\b", (ROOT / doc).read_text())}
     assert quoted and sorted(quoted - set(ids)) == []  # the ids the docs give as examples are the corpus's
+    assert [adapter_name(a) for a in ("python:kvspec.conformance.galleries.mutants:freq_not_saturated", "cmd:node examples/js/server.js",
+                                      "python:docs/certifications/s3fifo-pypi/adapter.py:adapter", "python:my.module:adapter", "reference")] == [
+        "freq_not_saturated", "node examples/js/server.js", "s3fifo-pypi", "module", "reference"]  # a counterexample's source
     annotated = {**case, "id": "", "title": case["title"] + "!", "provenance": "elsewhere", "clauses": [*case["clauses"], "FIX-3"]}
     assert case_id(annotated, "a source") == case_id(case, "a source") == f"{kind}-a-source-{digest}"
     assert case_id({**case, "level": "state" if case["level"] == "results" else "results"}, "a source") != case_id(case, "a source")

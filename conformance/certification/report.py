@@ -124,8 +124,9 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
     trace_file = command = None
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
         path = directory / f"{policy}-counterexample-{number}.json"
-        case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})", f"the shrunk counterexample of `kvspec certify "
-                            f"--adapter {adapter_spec} --policy benefit`", divergence.benefit["config"], divergence.benefit["operations"])
+        case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
+                            f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
+                            divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(path) as temporary:
             temporary.write_text(canonical(case))
         trace_file, command = path.name, shlex.join(["kvspec", "fixtures", "verify", str(path), "--adapter", adapter_spec])
