@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kvspec.conformance.core.citations import CLAUSE_LINE, cited
-from kvspec.conformance.fixtures.format import FORMAT, canonical, case_id, schema_texts
+from kvspec.conformance.fixtures.format import FORMAT, ID_PATTERN, canonical, case_id, schema_texts
+from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.fixtures.tracing import exercised
 from kvspec.conformance.galleries import benefit_mutants, mutants
@@ -53,7 +54,7 @@ def test_FIX_5_regenerating_retires_the_cases_the_manifest_listed_and_deletes_no
     assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
     generated = (tmp_path / "manifest.json").read_bytes()
     manifest = json.loads(generated)
-    retired = {**manifest["cases"][0], "id": "replay-0000000000000000", "kind": "replay", "path": "replay/replay-0000000000000000.json"}
+    retired = {**manifest["cases"][0], "id": "replay-lru-retired-00000000", "kind": "replay", "path": "replay/replay-lru-retired-00000000.json"}
     (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "cases": [retired, *manifest["cases"]]}))
     (tmp_path / retired["path"]).write_text("{}")
     assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
@@ -91,13 +92,53 @@ def test_FIX_1_FIX_2_the_manifest_lists_every_case_with_its_sha256() -> None:
         assert case["format"] == FORMAT and case["id"] == entry["id"] and case["clauses"] == entry["clauses"]
 
 
-def test_FIX_3_a_case_id_is_the_hash_of_the_case_and_files_are_canonical() -> None:
+def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementation_sees() -> None:
+    ids = []
     for path in CORPUS.glob("*/*.json"):
         case = json.loads(path.read_bytes())
-        assert case_id(case) == case["id"] == path.stem
+        seen = {key: value for key, value in case.items() if key not in ("id", "title", "provenance", "clauses")}
+        digest = hashlib.sha256(canonical(seen).encode()).hexdigest()[:8]
+        kind = f"{case['kind']}-{case['config']['policy']}" if case["kind"] == "replay" else case["kind"]
+        assert re.fullmatch(rf"{kind}(-[a-z0-9]+)+-{digest}", case["id"]) and case["id"] == path.stem, case["id"]
         assert canonical(case) == path.read_text(encoding="utf-8")
-    changed = {**case, "title": case["title"] + "!"}
-    assert case_id(changed) != case["id"]
+        ids.append(case["id"])
+    assert sorted(ids) == sorted(set(ids)) == sorted(entry["id"] for entry in read_manifest(CORPUS))
+    quoted = {m.group(0) for doc in ("README.md", "spec/fixtures.md") for m in re.finditer(rf"\b{ID_PATTERN}\b", (ROOT / doc).read_text())}
+    assert quoted and sorted(quoted - set(ids)) == []  # the ids the docs give as examples are the corpus's
+    assert [adapter_name(a) for a in ("python:kvspec.conformance.galleries.mutants:freq_not_saturated", "cmd:node examples/js/server.js",
+                                      "python:docs/certifications/s3fifo-pypi/adapter.py:adapter", "python:my.module:adapter", "reference")] == [
+        "freq_not_saturated", "node examples/js/server.js", "s3fifo-pypi", "module", "reference"]  # a counterexample's source
+    annotated = {**case, "id": "", "title": case["title"] + "!", "provenance": "elsewhere", "clauses": [*case["clauses"], "FIX-3"]}
+    assert case_id(annotated, "a source") == case_id(case, "a source") == f"{kind}-a-source-{digest}"
+    assert case_id({**case, "level": "state" if case["level"] == "results" else "results"}, "a source") != case_id(case, "a source")
+
+
+# Every case generated as if no line of the reference cited a clause, its clauses only those declared (contracts off, as users run it).
+UNCITED = """
+import contextlib, json, sys
+from kvspec.conformance.fixtures import benefit_cases, corpus, replay_cases, trace_cases
+for module in (replay_cases, benefit_cases, trace_cases):
+    module.exercised = lambda: contextlib.nullcontext(set())
+json.dump({case["id"]: case["clauses"] for case in corpus.cases()}, sys.stdout)
+"""
+
+
+def test_FIX_3_ids_survive_a_change_to_the_clauses_the_reference_cites() -> None:
+    run = subprocess.run([sys.executable, "-c", UNCITED], capture_output=True, text=True, timeout=600, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert run.returncode == 0, run.stderr
+    regenerated, listed = json.loads(run.stdout), {entry["id"]: entry["clauses"] for entry in read_manifest(CORPUS)}
+    assert regenerated.keys() == listed.keys()
+    assert all(regenerated[i] != listed[i] for i in listed)
+
+
+def test_FIX_3_two_cases_of_one_id_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvspec.conformance.fixtures import corpus
+
+    case = json.loads(next(CORPUS.glob("trace/*.json")).read_text())
+    monkeypatch.setattr(corpus, "cases", lambda: [case, {**case, "title": "the same case, titled apart"}])
+    with pytest.raises(KvspecError, match=f"FIX-3: two cases have the same id: {case['id']}$"):
+        corpus.generate(tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_FIX_6_FIX_7_the_checked_in_schemas_are_what_the_models_generate() -> None:
@@ -213,9 +254,9 @@ def test_FIX_11_known_failures_pass_the_run_and_an_unexpected_pass_fails_it(tmp_
     known.write_text(json.dumps({**{case: "ordered by score alone" for case in failing}, passing: "stale"}))
     run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", spec, "--known-failures", str(known))
     assert run.returncode == 3 and f"UNEXPECTED-PASS {passing}" in run.stdout
-    known.write_text(json.dumps({"replay-0000000000000000": "no such case"}))
+    known.write_text(json.dumps({"replay-lru-retired-00000000": "no such case"}))
     run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", spec, "--known-failures", str(known))
-    assert run.returncode == 1 and "FIX-11: the known failures name cases the corpus does not have: replay-0000000000000000" in run.stderr
+    assert run.returncode == 1 and "FIX-11: the known failures name cases the corpus does not have: replay-lru-retired-00000000" in run.stderr
 
 
 def test_FIX_12_a_damaged_corpus_is_a_clear_error(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ from kvspec.conformance.certification.lockstep import Divergence
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
-from kvspec.conformance.fixtures.format import canonical, case_id
+from kvspec.conformance.fixtures.format import canonical
+from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.reference import SPEC_VERSION
 from kvspec.reference.validation import INT64_MAX
 
@@ -137,10 +138,11 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
     trace_file = command = None
     path = counterexample_file(directory, policy, number, divergence)
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
-        case = benefit_case(f"counterexample: {adapter_spec} ({divergence.clauses[0]})", f"the shrunk counterexample of `kvspec certify "
-                            f"--adapter {adapter_spec} --policy benefit`", divergence.benefit["config"], divergence.benefit["operations"])
+        case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
+                            f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
+                            divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(path) as temporary:
-            temporary.write_text(canonical({**case, "id": case_id(case)}))
+            temporary.write_text(canonical(case))
         trace_file, command = path.name, verify_command(adapter_spec, path)
     elif divergence.config is not None and divergence.trace:
         with written_whole(path) as temporary:
