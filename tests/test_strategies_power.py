@@ -28,7 +28,7 @@ from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
-from support import Recording
+from support import Recording, certified_apart
 
 CORPUS = Path(__file__).resolve().parent.parent / "spec" / "fixtures"
 
@@ -370,12 +370,12 @@ BENEFIT_WRONG = [Uint32Keys, Uint8Keys, DoubleKeys, RefusesLargestBudget, Accept
 
 @pytest.mark.parametrize(("cls", "policy"), REPLAY_WRONG, ids=lambda p: p if isinstance(p, str) else p.__name__)
 def test_certify_quick_catches_a_wrong_replay_implementation(cls: type[CanonicalS3FIFO], policy: str) -> None:
-    assert not certify_policy(cls(), policy, "quick", 0).conforms, f"{cls.__name__} conforms on {policy}"
+    assert not certified_apart(__name__, f"{cls.__name__}()", policy)[0], f"{cls.__name__} conforms on {policy}"
 
 
 @pytest.mark.parametrize("cls", BENEFIT_WRONG, ids=lambda cls: cls.__name__)
 def test_certify_quick_catches_a_wrong_benefit_implementation(cls: type[CanonicalBenefit]) -> None:
-    assert not certify_policy(cls(), "benefit", "quick", 0).conforms, f"{cls.__name__} conforms"
+    assert not certified_apart(__name__, f"{cls.__name__}()", "benefit")[0], f"{cls.__name__} conforms"
 
 
 def results_level(cls: type[Any]) -> Any:
@@ -386,7 +386,7 @@ def results_level(cls: type[Any]) -> Any:
 def test_certify_at_the_results_level_catches_a_ghost_left_in_place() -> None:
     """S3-ACCESS-3 seen through hit tokens and resident counts alone: ghost hits in the middle
     of a request, and old ids after new ones, make the stale ghost entry matter."""
-    assert not certify_policy(results_level(GhostKeptOnHit), "s3fifo", "quick", 0).conforms
+    assert not certified_apart(__name__, "results_level(GhostKeptOnHit)", "s3fifo")[0]
 
 
 @pytest.mark.parametrize("cls", [Int32Ids, Int8Ids, DoubleIds, DeduplicatedRequest, Uint32Keys, Uint8Keys, DoubleKeys, LengthByIdentity,
