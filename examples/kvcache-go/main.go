@@ -12,7 +12,13 @@ import (
 	"sort"
 )
 
-var implementation = map[string]string{"name": "kvspec-kvcache-go", "language": "go", "version": "0.1.0"}
+type identity struct {
+	Name     string `json:"name"`
+	Language string `json:"language"`
+	Version  string `json:"version"`
+}
+
+var implementation = identity{"kvspec-kvcache-go", "go", "0.1.0"}
 
 // server is the one cache or policy a configure built (PROTO-7, PROTO-20); nil before the first,
 // and after a refused one.
@@ -105,11 +111,11 @@ type refusedReply struct {
 }
 
 type startReply struct {
-	Seq            int64             `json:"seq"`
-	Protocol       int               `json:"protocol"`
-	Implementation map[string]string `json:"implementation"`
-	Level          string            `json:"level"`
-	Policies       []string          `json:"policies"`
+	Seq            int64    `json:"seq"`
+	Protocol       int      `json:"protocol"`
+	Implementation identity `json:"implementation"`
+	Level          string   `json:"level"`
+	Policies       []string `json:"policies"`
 }
 
 type hitTokensReply struct {
