@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,13 +33,14 @@ func main() {
 	in := bufio.NewReader(os.Stdin) // ReadBytes has no line limit; bufio.Scanner stops at 64 KiB
 	out := bufio.NewWriter(os.Stdout)
 	s := &server{}
-	for expected := int64(0); ; expected++ {
+	for expected := int64(0); ; {
 		line, err := in.ReadBytes('\n')
-		if len(line) > 0 {
+		if len(bytes.TrimSpace(line)) > 0 { // a blank line is no request
 			reply, stop := s.answer(line, expected)
 			if stop {
 				break // PROTO-13: no reply
 			}
+			expected++
 			out.Write(reply)
 			out.WriteByte('\n')
 			if out.Flush() != nil { // PROTO-1: every reply leaves at once, or kvspec waits for it
@@ -58,8 +60,8 @@ func main() {
 }
 
 // answer is the reply line to one request line, or stop. A request it cannot serve gets an error
-// reply (PROTO-14), with its seq when it has one (the count of lines read otherwise); a panic
-// too, rather than a dead process.
+// reply (PROTO-14), with its seq when it has one (the number of requests before it otherwise);
+// a panic too, rather than a dead process.
 func (s *server) answer(line []byte, expected int64) (reply []byte, stop bool) {
 	seq := expected
 	defer func() {
