@@ -10,9 +10,11 @@ Without `go` on PATH these tests skip, unless the environment variable KVSPEC_RE
 import json
 import math
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ SOURCE = ROOT / "examples" / "kvcache-go"
 CORPUS = ROOT / "spec" / "fixtures"
 GO = shutil.which("go")
 REQUIRED = bool(os.environ.get("KVSPEC_REQUIRE_GO") or os.environ.get("CI"))
-TIMEOUT = 60
+TIMEOUT = 20  # seconds for one reply; one takes well under a millisecond
 
 pytestmark = pytest.mark.skipif(GO is None and not REQUIRED, reason="`go` is not on PATH (Debian: apt-get install golang-go)")
 
@@ -76,19 +78,29 @@ def test_FIX_12_the_go_example_passes_every_replay_and_benefit_case(binary: Path
 
 class Session:
     """One process of the example, driven line by line: each request is written and its reply
-    read before the next, as kvspec does, so that a reply left in a buffer hangs here too
-    (communicate() bounds the wait)."""
+    read before the next, as kvspec does, so that a reply left in a buffer fails here too, after
+    TIMEOUT seconds (a thread reads stdout, so that no read blocks the test)."""
 
     def __init__(self, binary: Path) -> None:
-        self.process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
         self.seq = 0
         assert self.ask("start", protocol=1)["level"] == "state"
 
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
     def send_line(self, line: bytes) -> str:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
         self.process.stdin.write(line + b"\n")
         self.process.stdin.flush()
-        return self.process.stdout.readline().decode()
+        try:
+            return self.lines.get(timeout=TIMEOUT).decode()
+        except queue.Empty:
+            raise AssertionError(f"no reply within {TIMEOUT} s to {line[:100]!r}") from None
 
     def ask(self, cmd: str, **fields: Any) -> Any:
         self.last = self.send_line(json.dumps({"cmd": cmd, "seq": self.seq, **fields}).encode())
@@ -103,6 +115,10 @@ class Session:
         self.process.stdin.flush()
         return self.process.wait(timeout=2)  # PROTO-13: within 2 seconds, stdin still open
 
+    def end(self) -> None:
+        self.process.kill()
+        self.process.communicate(timeout=TIMEOUT)
+
 
 @pytest.fixture
 def session(binary: Path) -> Iterator[Session]:
@@ -110,8 +126,7 @@ def session(binary: Path) -> Iterator[Session]:
     try:
         yield s
     finally:
-        s.process.kill()
-        s.process.communicate(timeout=TIMEOUT)
+        s.end()
 
 
 def benefit_config(**knobs: Any) -> dict[str, Any]:
@@ -131,10 +146,16 @@ def test_PROTO_19_doubles_come_back_exactly_in_the_shortest_text(session: Sessio
     for key, cold in enumerate(DOUBLES):
         cost = {"cold_prefill_cost": cold, "restore_cost": 0.0}
         assert session.ask("consider_admission", key=key, exclusive_bytes=1, shared=[], cost=cost, pinned=[])["decision"]["kind"] == "admit-probation"
+    # The text halfway between 2 and the next double reads as 2 (ties to even), however long.
+    midpoint = "2.000000000000000222044604925031308084726333618164062500"
+    line = f'{{"cmd":"consider_admission","seq":{session.seq},"key":{len(DOUBLES)},"exclusive_bytes":1,"shared":[],' \
+           f'"cost":{{"cold_prefill_cost":{midpoint},"restore_cost":0}},"pinned":[]}}'
+    assert json.loads(session.send_line(line.encode()))["decision"]["kind"] == "admit-probation"
+    session.seq += 1
     state = session.ask("benefit_state")
     written = [entry["score"] for entry in json.loads(session.last, parse_float=str)["entries"]]
-    assert [entry["score"] for entry in state["entries"]] == DOUBLES
-    assert written == [repr(x) for x in DOUBLES]
+    assert [entry["score"] for entry in state["entries"]] == [*DOUBLES, 2.0] and float(midpoint) == 2.0
+    assert written == [repr(x) for x in [*DOUBLES, 2.0]]
 
 
 def test_PROTO_19_keys_of_64_bits_and_non_finite_doubles_as_strings(session: Session) -> None:
@@ -199,7 +220,7 @@ def test_PROTO_13_stop_and_the_end_of_input_exit_with_status_0(binary: Path) -> 
     try:
         assert stopped.stop() == 0
     finally:
-        stopped.process.communicate(timeout=TIMEOUT)
+        stopped.end()
     ended = subprocess.run([str(binary)], input=b'{"cmd":"start","seq":0,"protocol":1}\n', capture_output=True, timeout=TIMEOUT)
     assert ended.returncode == 0 and json.loads(ended.stdout)["protocol"] == 1 and ended.stdout.count(b"\n") == 1
 

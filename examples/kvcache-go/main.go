@@ -186,11 +186,11 @@ func (s *server) handle(cmd string, req fields, seq int64) (interface{}, error) 
 	case "start": // PROTO-5, PROTO-6
 		return startReply{seq, 1, implementation, "state", []string{"s3fifo", "lru", "fifo", "benefit"}}, nil
 	case "configure": // PROTO-7, PROTO-8
-		*s = server{} // any earlier cache or policy is gone, refused or not
 		cfg, err := req.object("config")
 		if err != nil {
 			return nil, err
 		}
+		*s = server{} // any earlier cache or policy is gone, refused or not
 		cache, blockSize, err := newBlockCache(cfg)
 		if err != nil {
 			return refusedReply{seq, false, err.Error()}, nil
@@ -198,11 +198,11 @@ func (s *server) handle(cmd string, req fields, seq int64) (interface{}, error) 
 		s.cache, s.blockSize = cache, blockSize
 		return okReply{seq, true}, nil
 	case "configure_benefit": // PROTO-20
-		*s = server{}
 		cfg, err := req.object("config")
 		if err != nil {
 			return nil, err
 		}
+		*s = server{}
 		config, err := newBenefitConfig(cfg)
 		if err != nil {
 			return refusedReply{seq, false, err.Error()}, nil
