@@ -160,7 +160,7 @@ def test_PROTO_19_doubles_come_back_exactly_in_the_shortest_text(session: Sessio
 
 def test_PROTO_19_keys_of_64_bits_and_non_finite_doubles_as_strings(session: Session) -> None:
     """Keys at both ends of [0, 2^64 - 1] and beside 2^53 (equal as doubles) are kept apart, and
-    come back as victims oldest first (BEN-VICTIM-2); "Infinity" and "NaN" are read
+    come back as victims, those without hits oldest first (BEN-VICTIM-2); "Infinity" and "NaN" are read
     as doubles: an infinite cold cost is an invalid sample (BEN-COST-1), NaN pressure is ignored
     (BEN-DECAY-1), and a NaN decay factor is refused (BEN-CONF-4)."""
     refused = session.ask("configure_benefit", config=benefit_config(decay_factor="NaN"))
@@ -168,14 +168,18 @@ def test_PROTO_19_keys_of_64_bits_and_non_finite_doubles_as_strings(session: Ses
     assert session.ask("configure_benefit", config=benefit_config())["ok"] is True
     keys = [2**64 - 1, 2**53 + 1, 2**53, 2**63, 0]
     cost = {"cold_prefill_cost": 2.0, "restore_cost": 1.0}
+    satisfied = {"status": "satisfied", "victims": [], "shortfall": 0}  # [], never null (PROTO-16)
     for key in keys:
-        session.ask("consider_admission", key=key, exclusive_bytes=1, shared=[], cost=cost, pinned=[])
+        decision = session.ask("consider_admission", key=key, exclusive_bytes=1, shared=[], cost=cost, pinned=[])["decision"]
+        assert decision == {"kind": "admit-probation", "reason": "probation-new-entry", "cap": satisfied}
+    assert session.ask("record_hit", key=2**64 - 1, cost=cost)["decision"] is None  # rw = ow = 1: weights NaN would change
     infinite = session.ask("consider_admission", key=7, exclusive_bytes=1, shared=[], cost={**cost, "cold_prefill_cost": "Infinity"}, pinned=[])
     assert infinite["decision"] == {"kind": "reject", "reason": "invalid-cost-sample", "cap": None}
     before = session.ask("benefit_state")
     session.ask("observe_pressure", pressure="NaN")
     assert {**session.ask("benefit_state"), "seq": 0} == {**before, "seq": 0}
-    assert session.ask("choose_victims", bytes_to_free=2**63 - 1, pinned=[2**53])["keys"] == [k for k in keys if k != 2**53]
+    assert session.ask("choose_victims", bytes_to_free=0, pinned=[]) == {"seq": session.seq - 1, "keys": [], "freed": 0}  # BEN-VICTIM-1
+    assert session.ask("choose_victims", bytes_to_free=2**63 - 1, pinned=[2**53])["keys"] == [2**53 + 1, 2**63, 0, 2**64 - 1]  # no hits first
     session.ask("observe_pressure", pressure="Infinity")  # counts as 1: every rw becomes 0
     assert {entry["rw"] for entry in session.ask("benefit_state")["entries"]} == {0.0}
 
