@@ -174,9 +174,9 @@ func (p *benefitPolicy) considerAdmission(key uint64, exclusiveBytes int64, shar
 		f := p.config.decayFactor
 		e.hits, e.rw, e.ow = g.hits+1, float64(g.rw*f)+1, float64(g.ow*f)+1
 	}
-	kind := "admit-probation"
+	admission := "admit-probation"
 	if e.hits >= p.config.persistenceHitThreshold { // BEN-ADMIT-6
-		e.admitted, kind = true, "admit-persist"
+		e.admitted, admission = true, "admit-persist"
 	}
 	for _, s := range shared { // BEN-ADMIT-7, BEN-LEDGER-1
 		e.segments = append(e.segments, s.id)
@@ -188,8 +188,8 @@ func (p *benefitPolicy) considerAdmission(key uint64, exclusiveBytes int64, shar
 		row.refs = append(row.refs, key) // the key is new, so never a reference already there
 	}
 	p.entries[key] = e
-	cap := p.selectProbationCapVictims(pinned) // BEN-ADMIT-8
-	return decision{Kind: kind, Reason: reason, Cap: &cap}, nil
+	repair := p.selectProbationCapVictims(pinned) // BEN-ADMIT-8
+	return decision{Kind: admission, Reason: reason, Cap: &repair}, nil
 }
 
 // fitsHeldBytes is BEN-KEY-2: the bytes held after the offer, counting each segment id the
@@ -294,8 +294,8 @@ func (p *benefitPolicy) remove(key uint64, pinned map[uint64]bool) *capRepair {
 			delete(p.ledger, id)
 		}
 	}
-	cap := p.selectProbationCapVictims(pinned)
-	return &cap
+	repair := p.selectProbationCapVictims(pinned)
+	return &repair
 }
 
 // recordGhost is BEN-GHOST-1 to BEN-GHOST-3.

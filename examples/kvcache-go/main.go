@@ -306,8 +306,8 @@ func (s *server) handleBenefit(cmd string, req fields, seq int64) (interface{}, 
 		if err != nil {
 			return nil, err
 		}
-		cap := p.selectProbationCapVictims(pinned)
-		return capReply{seq, &cap}, nil
+		repair := p.selectProbationCapVictims(pinned)
+		return capReply{seq, &repair}, nil
 	case "remove":
 		key, err := req.key("key")
 		pinned, err2 := req.keySet("pinned")
