@@ -1,0 +1,3 @@
+module kvspec.example/kvcache-go
+
+go 1.19
