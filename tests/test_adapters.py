@@ -254,6 +254,18 @@ def test_PROTO_3_hash_ids_are_signed_64_bit_and_counts_are_not_negative() -> Non
         SnapshotReply.model_validate_json('{"seq": 0, "small": [[1, -1]], "main": [], "ghost": []}')
 
 
+def test_PROTO_3_small_ratio_written_as_an_integer_is_the_same_double() -> None:
+    """1, 1.0 and 1e0 are one small_ratio: the reference server accepts each where S3-CONF-5 allows
+    small_ratio 1 (capacity 2^53 + 1, findings F-2), and answers each alike."""
+    requests = ['{"cmd": "start", "seq": 0, "protocol": 1}']
+    for seq, ratio in enumerate(("1", "1.0", "1e0"), start=1):
+        requests.append(f'{{"cmd": "configure", "seq": {seq}, "config": {{"policy": "s3fifo", "capacity": {2**53 + 1}, "block_size": 1, '
+                        f'"small_ratio": {ratio}, "max_freq": 3}}}}')
+    run = subprocess.run([sys.executable, "-m", "kvspec.adapters.serve"], input="\n".join(requests) + "\n", capture_output=True,
+                         text=True, timeout=60)
+    assert [json.loads(line) for line in run.stdout.splitlines()[1:]] == [{"seq": seq, "ok": True} for seq in (1, 2, 3)], run.stderr
+
+
 def test_PROTO_2_every_request_needs_its_cmd_and_seq() -> None:
     """The union tag has no default: a request without cmd is refused."""
     assert REQUEST.validate_json('{"cmd": "snapshot", "seq": 4}').seq == 4

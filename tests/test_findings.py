@@ -39,6 +39,14 @@ def test_F2_main_cap_0_is_refused(capacity: int, ratio: float) -> None:
         S3FIFO.empty(capacity, ratio, 3)
 
 
+def test_F2_small_ratio_1_is_refused_up_to_2_53_and_accepted_where_the_product_rounds_below_capacity() -> None:
+    """F-2, S3-CONF-2, S3-CONF-5: capacity × 1.0 is capacity while capacity is a double; 2^53 + 1
+    is not one, the product rounds to 2^53, and main_cap is 1 (the Go example asked)."""
+    with pytest.raises(ConfigError, match="S3-CONF-5"):
+        S3FIFO.empty(2**53, 1.0, 3)
+    assert S3FIFO.empty(2**53 + 1, 1.0, 3).caps == Caps(small_cap=2**53, main_cap=1, ghost_cap=1, max_freq=3)
+
+
 def test_F3_max_freq_0_runs_and_blocks_reach_main_only_through_the_ghost() -> None:
     """F-3, S3-CONF-6: capacity 10, small_ratio 0.2 (small_cap 2, main_cap 8), max_freq 0.
     Access 1, 1, 2, 3: the second access of 1 leaves its freq at 0, so 3 pushes 1 from S to G,

@@ -58,10 +58,11 @@ function checkCount(value, low, clause, what) {
 }
 
 // S3-CONF-1 to S3-CONF-6: { smallCap, mainCap, ghostCap } (BigInts) or a ConfigError.
-// small_ratio must be a double (a JS number); a JSON integer literal reaches here as a BigInt and
-// is refused as the reference refuses a Python int.
-function s3fifoCaps(capacity, smallRatio, maxFreq) {
+// small_ratio is any JSON number (PROTO-3): an integer literal reaches here as a BigInt, and `1`
+// is the double 1.0.
+function s3fifoCaps(capacity, rawRatio, maxFreq) {
   const cap = checkCount(capacity, 1n, 'REPLAY-CONF-1', 'capacity');
+  const smallRatio = typeof rawRatio === 'bigint' ? Number(rawRatio) : rawRatio;
   if (typeof smallRatio !== 'number' || !Number.isFinite(smallRatio) || !(smallRatio >= 0 && smallRatio <= 1)) {
     throw new ConfigError('S3-CONF-1', `small_ratio must be a finite double in [0.0, 1.0], not ${show(smallRatio)}`);
   }
