@@ -20,7 +20,8 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_checked_in_schema_is_the_models_schema() -> None:
     checked_in = (ROOT / "spec" / "schemas" / "certification-report.schema.json").read_text(encoding="utf-8")
-    assert json.loads(checked_in) == {**Report.model_json_schema(), "$schema": "https://json-schema.org/draft/2020-12/schema"}
+    assert json.loads(checked_in) == {**Report.model_json_schema(), "$schema": "https://json-schema.org/draft/2020-12/schema",
+                                      "$id": "https://kvspec.dev/schemas/certification-report.schema.json"}
     assert checked_in == schema_texts()["certification-report.schema.json"], "regenerate: kvspec spec schemas"
 
 
