@@ -29,7 +29,8 @@ PATHS = sorted(path.relative_to(SCHEMAS).as_posix() for path in SCHEMAS.rglob("*
 REPLY_TO = {
     "start": "start-reply", "configure": "configure-reply", "hit_tokens": "hit_tokens-reply", "access": "access-reply",
     "resident_count": "resident_count-reply", "snapshot": "snapshot-reply", "configure_benefit": "configure-reply",
-    "consider_admission": "decision-reply", "record_hit": "decision-reply", "record_miss": "access-reply", "observe_pressure": "access-reply",
+    "consider_admission": "decision-reply", "record_hit": "decision-reply", "record_miss": "access-reply",
+    "observe_pressure": "access-reply",
     "choose_victims": "victims-reply", "select_probation_cap_victims": "cap_repair-reply", "remove": "cap_repair-reply",
     "benefit_state": "benefit_state-reply",
 }
