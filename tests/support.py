@@ -1,5 +1,7 @@
 """Small helpers the policy tests share."""
 
+import functools
+import json
 import os
 import re
 import subprocess
@@ -9,10 +11,15 @@ from typing import Any
 
 import icontract
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.reference import FIFO, LRU, S3FIFO
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "spec" / "schemas"
 
 
 def run(cache: Any, trace: list[int]) -> Any:
@@ -79,3 +86,22 @@ class Recording(ReferenceAdapter):
     def access(self, hash_ids: list[int]) -> None:
         self.requests.append(list(hash_ids))
         super().access(hash_ids)
+
+
+@functools.cache
+def schema_registry() -> Registry:
+    """Every schema of spec/schemas/ by its $id, so that a reference resolves without fetching anything."""
+    schemas = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(SCHEMAS.rglob("*.schema.json"))]
+    return Registry().with_resources((schema["$id"], DRAFT202012.create_resource(schema)) for schema in schemas)
+
+
+@functools.cache
+def schema_validator(path: str) -> Draft202012Validator:
+    """jsonschema's validator of spec/schemas/``path``."""
+    return Draft202012Validator(json.loads((SCHEMAS / path).read_text(encoding="utf-8")), registry=schema_registry())
+
+
+def schema_errors(path: str, instance: object) -> list[str]:
+    """Where ``instance`` breaks spec/schemas/``path``, a line a problem; none when it matches."""
+    return [f"{path} at /{'/'.join(map(str, error.absolute_path))}: {error.message[:300]}"
+            for error in schema_validator(path).iter_errors(instance)]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from kvspec.conformance.certification.report import Report, schema_texts
 
+from support import schema_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -20,7 +22,8 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_checked_in_schema_is_the_models_schema() -> None:
     checked_in = (ROOT / "spec" / "schemas" / "certification-report.schema.json").read_text(encoding="utf-8")
-    assert json.loads(checked_in) == {**Report.model_json_schema(), "$schema": "https://json-schema.org/draft/2020-12/schema"}
+    assert json.loads(checked_in) == {**Report.model_json_schema(), "$schema": "https://json-schema.org/draft/2020-12/schema",
+                                      "$id": "https://kvspec.dev/schemas/certification-report.schema.json"}
     assert checked_in == schema_texts()["certification-report.schema.json"], "regenerate: kvspec spec schemas"
 
 
@@ -28,6 +31,7 @@ def test_a_mutant_report_names_the_clause_and_saves_a_replayable_counterexample(
     run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.mutants:ghost_in_final_size", "--policy", "s3fifo", "--report", str(tmp_path))
     assert run.returncode == 3, run.stdout + run.stderr
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
+    assert schema_errors("certification-report.schema.json", json.loads((tmp_path / "report.json").read_bytes())) == []
     (verdict,) = report.policies
     assert not report.conforms and not verdict.conforms and len(verdict.failures) == 1
     assert verdict.clauses["S3-FINAL-1"] == "fail" and verdict.clauses["REPLAY-HIT-1"] == "inconclusive"

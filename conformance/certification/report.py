@@ -47,29 +47,34 @@ class Failure(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    clauses: list[str]
+    clauses: list[str] = Field(description="the clauses the failure names, the diagnosis first; empty where the implementation broke the "
+                               "protocol outside any clause's check")
     consistent_with: list[str] = Field(default_factory=list, description="those of clauses that the evidence is only consistent with: a "
                                        "break of each would explain the difference, and the implementation's own state does not single one "
                                        "out (at the results level it is not visible); the others are shown broken on that state")
-    message: str
+    message: str = Field(description="the failure as kvspec printed it: the clause, the request, what went wrong (PROTO-15, PROTO-30)")
     request: int = Field(ge=0, le=INT64_MAX, description="1-based request number (for the benefit policy, operation number); 0 means the "
                          "configuration itself")
-    expected: str
-    actual: str
-    config: dict[str, str | int | float] | None
+    expected: str = Field(description="what the spec gives at that request, as Python writes it (repr); empty for a failure outside "
+                          "every example")
+    actual: str = Field(description="what the implementation gave, as Python writes it (repr); empty for a failure outside every example")
+    config: dict[str, str | int | float] | None = Field(description="the configuration of the shrunk counterexample (PROTO-7's fields, or "
+                                                        "the benefit policy's PROTO-20 knobs), or null where none was built")
     trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, or the benefit policy's shrunk operations as a "
                                    "fixture case (spec/fixtures.md FIX-7), beside the report")
     replay_command: str | None = Field(description="the shrunk trace through the implementation in lockstep with the reference, or the "
                                        "operations' case through `kvspec fixtures verify`")
-    steps: str
+    steps: str = Field(description="the shrunk counterexample's steps as Hypothesis reported them")
 
 
 class PolicyVerdict(BaseModel):
+    """One policy's verdict (PROTO-30)."""
+
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    policy: Literal["s3fifo", "lru", "fifo", "benefit"]
-    conforms: bool
-    examples_per_second: float
+    policy: Literal["s3fifo", "lru", "fifo", "benefit"] = Field(description="the policy certified (PROTO-6)")
+    conforms: bool = Field(description="true when the run found no failure for this policy")
+    examples_per_second: float = Field(description="the examples the run tried, per second of its wall-clock time")
     clauses: dict[str, Verdict] = Field(
         description="pass: the run found no counterexample; fail: a finding shows the clause broken; inconclusive: the run failed "
         "elsewhere, or a finding is only consistent with the clause's break, and a divergence stops every trace it is on, so the clause "
@@ -79,22 +84,26 @@ class PolicyVerdict(BaseModel):
 
 
 class Report(BaseModel):
+    """report.json of `kvspec certify --report`: the verdict, each policy's clauses and each failure."""
+
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    kvspec_version: str
-    spec_version: str
-    hypothesis_version: str = Field(description="the Hypothesis that drew the examples: the same seed draws the same examples only under "
-                                    "the same Hypothesis")
-    adapter: str
-    implementation: dict[str, str]
+    kvspec_version: str = Field(description="the version of kvspec that ran the certification")
+    spec_version: str = Field(description="the version of the spec it certifies against")
+    hypothesis_version: str = Field(description="the version of Hypothesis that drew the examples: the same seed draws the same "
+                                    "examples only under the same Hypothesis")
+    adapter: str = Field(description="the adapter spec the implementation was named by (PROTO-18)")
+    implementation: dict[str, str] = Field(description="its name, language and version, as its start reply gave them (PROTO-5); "
+                                           "when it failed before it said, the adapter spec as its name, the others unknown")
     level: Literal["results", "state", "unknown"] = Field(description="unknown: the implementation failed before it said")
-    profile: str
-    seed: int
+    profile: str = Field(description="quick or thorough, the examples and trace lengths of the run")
+    seed: int = Field(description="the Hypothesis seed: the same seed replays the same run")
     pins: dict[str, float | int] = Field(description="S3FIFO knobs held fixed (kvspec certify --small-ratio, --max-freq); empty: none")
-    conforms: bool
+    conforms: bool = Field(description="true when every policy conforms and nothing failed outside them; kvspec then exits with status 0 "
+                           "(PROTO-30)")
     faults: list[Failure] = Field(description="failures outside every policy's run: at the implementation's start or at its stop "
                                   "(PROTO-13, PROTO-15, PROTO-29)")
-    policies: list[PolicyVerdict]
+    policies: list[PolicyVerdict] = Field(description="one verdict for each policy certified")
 
 
 def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...]) -> dict[str, Verdict]:
@@ -272,4 +281,4 @@ def write_report(report: Report, directory: Path) -> None:
 
 def schema_texts() -> dict[str, str]:
     """spec/schemas/certification-report.schema.json."""
-    return {"certification-report.schema.json": schema_text("certification-report", TypeAdapter(Report))}
+    return {"certification-report.schema.json": schema_text("certification-report.schema.json", TypeAdapter(Report))}
