@@ -1,5 +1,5 @@
 """`kvspec compare`: the benefit policy against the LRU byte-budget baseline on the seeded
-traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, with ``--trace``, as the
+traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, given a TRACE, as the
 prefix cache of a Mooncake trace beside S3FIFO, LRU and FIFO (BEN-PREFIX-1 to BEN-PREFIX-7); as
 a table, JSON and a plot."""
 
