@@ -333,3 +333,12 @@ def test_one_meaning_per_option() -> None:
     assert meanings["--capacity"] == {"BLOCKS"} and meanings["--capacity-bytes"] == {"BYTES"}
     assert meanings["trace"] == {"TRACE"} and "--trace" not in meanings and "--capacities" not in meanings
     assert meanings["--report"] == {"FOLDER"} and meanings["--output"] == {"FILE"}
+
+
+def test_a_bundled_trace_is_named_alike_in_every_command(tmp_path: Path) -> None:
+    """TRACE: conversation or synthetic names a bundled trace (3,993 requests in the synthetic one), a file of that name first."""
+    assert json.loads(kvspec("replay", "synthetic", contracts="0").stdout)["requests"] == 3993
+    small_trace(tmp_path / "synthetic", [1, 2])
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "replay", "synthetic"], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "KVSPEC_CONTRACTS": "0"}, timeout=60)
+    assert json.loads(run.stdout)["requests"] == 1
