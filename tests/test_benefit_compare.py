@@ -117,9 +117,9 @@ def test_BEN_CMP_1_kvspec_compare_prints_the_rows_writes_them_whole_and_plots_th
     assert [row["trace"] for row in rows] == list(TRACES)
     assert rows[0]["policy"]["bytes_written"] == 5_242_880
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    refused = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "compare", "--capacity", "0"],
+    refused = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "compare", "--capacity-bytes", "0"],
                              capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 1 and refused.stderr.startswith("kvspec: error: --capacity 0: BEN-CMP-1: ")
+    assert refused.returncode == 1 and refused.stderr.startswith("kvspec: error: --capacity-bytes 0: BEN-CMP-1: ")
 
 
 def test_BEN_TRACE_7_mixed_reuse_rereads_24_keys_of_three_sizes_and_both_sides_hit() -> None:

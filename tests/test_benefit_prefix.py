@@ -180,7 +180,7 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_BEN_PREFIX_7_kvspec_compare_trace_prints_writes_and_plots_every_policy(tmp_path: Path) -> None:
     output, figure = tmp_path / "prefix.json", tmp_path / "prefix.svg"
-    run = kvspec("compare", "--trace", "synthetic", "--capacity", "4GiB", "--capacity", str(8 * GIB), "--output", str(output),
+    run = kvspec("compare", "synthetic", "--capacity-bytes", "4GiB", "--capacity-bytes", str(8 * GIB), "--output", str(output),
                  "--plot", str(figure))
     assert run.returncode == 0, run.stderr
     result = json.loads(output.read_text())
@@ -195,11 +195,11 @@ def test_BEN_PREFIX_7_kvspec_compare_trace_prints_writes_and_plots_every_policy(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--trace", "synthetic", "--capacity", "1MiB"], "BEN-PREFIX-6: a capacity of 1048576 bytes holds no"),
-        (["--trace", "/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read the trace"),
-        (["--capacity", "1GiB", "--capacity", "2GiB"], "BEN-CMP-1: the seeded traces take one --capacity"),
-        (["--capacity", str(2**90)], f"--capacity {2**90}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes"),
-        (["--trace", "synthetic", "--capacity", "0"], "--capacity 0: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes"),
+        (["synthetic", "--capacity-bytes", "1MiB"], "BEN-PREFIX-6: a capacity of 1048576 bytes holds no"),
+        (["/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read the trace"),
+        (["--capacity-bytes", "1GiB", "--capacity-bytes", "2GiB"], "BEN-CMP-1: the seeded traces take one --capacity-bytes"),
+        (["--capacity-bytes", str(2**90)], f"--capacity-bytes {2**90}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes"),
+        (["synthetic", "--capacity-bytes", "0"], "--capacity-bytes 0: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes"),
     ],
 )
 def test_BEN_PREFIX_6_bad_compare_arguments_are_clear_errors(args: list[str], message: str, tmp_path: Path) -> None:
@@ -210,13 +210,13 @@ def test_BEN_PREFIX_6_bad_compare_arguments_are_clear_errors(args: list[str], me
 
 def test_BEN_PREFIX_6_a_trace_without_requests_compares_with_no_hit_rate(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_bytes(b"")
-    run = kvspec("compare", "--trace", str(tmp_path / "empty.jsonl"), "--capacity", "1GiB")
+    run = kvspec("compare", str(tmp_path / "empty.jsonl"), "--capacity-bytes", "1GiB")
     assert run.returncode == 0 and run.stderr == ""
     assert [line.split()[2:5] for line in run.stdout.splitlines()[2:]] == [[policy, "0", "n/a"] for policy in ("benefit", "s3fifo", "lru", "fifo")]
 
 
 def test_BEN_CMP_1_a_capacity_with_a_unit_and_a_bad_one() -> None:
-    run = kvspec("compare", "--capacity", "12 parsecs")
+    run = kvspec("compare", "--capacity-bytes", "12 parsecs")
     assert run.returncode == 1 and "BEN-CMP-1: capacity must be a number of bytes, not '12 parsecs'" in run.stderr
 
 
@@ -232,7 +232,7 @@ def test_BEN_PREFIX_7_peak_bytes_is_the_most_ever_resident() -> None:
 def test_BEN_PREFIX_7_the_published_figures_are_what_the_reference_computes(tmp_path: Path) -> None:
     """docs/prefix-synthetic.json (docs/prefix-cache.md), recomputed at its smallest capacity."""
     published = json.loads((Path(__file__).resolve().parent.parent / "docs" / "prefix-synthetic.json").read_text())
-    run = kvspec("compare", "--trace", "synthetic", "--capacity", "16GiB", "--output", str(tmp_path / "now.json"))
+    run = kvspec("compare", "synthetic", "--capacity-bytes", "16GiB", "--output", str(tmp_path / "now.json"))
     assert run.returncode == 0, run.stderr
     now = json.loads((tmp_path / "now.json").read_text())["sides"]
     assert now == [side for side in published["sides"] if side["capacity_bytes"] == 16 * GIB]

@@ -1,11 +1,13 @@
 """`kvspec replay`: the main job, its output, its errors (REPLAY-TRACE-7) and what a terminal sees."""
 
+import argparse
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -240,7 +242,7 @@ def test_dash_replays_standard_input_plain_or_gzip(tmp_path: Path) -> None:
 def test_sweep_refuses_standard_input_which_it_would_read_once_per_configuration(tmp_path: Path) -> None:
     """A second read of standard input would find it empty and replay nothing: an error instead."""
     trace = small_trace(tmp_path / "t.jsonl", [1, 2])
-    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "sweep", "-", "--policy", "lru", "--capacities", "8,16"],
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "sweep", "-", "--policy", "lru", "--capacity", "8", "--capacity", "16"],
                          input=trace.read_text(), capture_output=True, text=True, timeout=300)
     assert (run.returncode, run.stdout) == (1, "")
     assert run.stderr.startswith("kvspec: error: -: standard input can be read once") and run.stderr.count("\n") == 1
@@ -295,3 +297,48 @@ def test_spec_schemas_writes_exactly_the_checked_in_schemas_and_retires_stale_on
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.schema.json"))
     assert written == sorted(p.relative_to(checked_in).as_posix() for p in checked_in.rglob("*.schema.json"))
     assert all((tmp_path / name).read_bytes() == (checked_in / name).read_bytes() for name in written), "regenerate: kvspec spec schemas"
+
+
+def commands(parser: argparse.ArgumentParser, name: str = "kvspec") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every command and subcommand's parser, by its name on the command line."""
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child, sub in action.choices.items():
+                yield from commands(sub, f"{name} {child}")
+
+
+def test_every_help_ends_with_the_exit_statuses() -> None:
+    for name, parser in commands(cli.build_parser()):
+        epilog = " ".join(parser.format_help().split()).split("exit status: ")[-1]
+        assert epilog.startswith("0 ") and "; 1 bad input or a failure to run" in epilog, name
+        assert epilog.endswith("130 or 143 after SIGINT or SIGTERM, with nothing written."), name
+
+
+def test_one_meaning_per_option() -> None:
+    """An option's name means one thing in every command: the same metavar wherever it is given
+    (--capacity is BLOCKS everywhere; a byte budget is --capacity-bytes), each value named (a
+    metavar or its choices), and lists given by repeating the option, never as one comma-separated value."""
+    meanings: dict[str, set[str]] = {}
+    for name, parser in commands(cli.build_parser()):
+        for action in parser._actions:
+            if action.nargs == 0 or isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.metavar is not None or action.choices is not None, f"{name} {action.dest}: no metavar names the value"
+            for option in action.option_strings or ([action.dest] if action.dest == "trace" else []):
+                meanings.setdefault(option, set()).add(str(action.metavar))
+            if action.dest.endswith("ies"):  # capacities, policies
+                assert isinstance(action, argparse._AppendAction), f"{name} {action.dest}: a list is given by repeating the option"
+    assert {option: metavars for option, metavars in meanings.items() if len(metavars) > 1 and "None" not in metavars} == {}
+    assert meanings["--capacity"] == {"BLOCKS"} and meanings["--capacity-bytes"] == {"BYTES"}
+    assert meanings["trace"] == {"TRACE"} and "--trace" not in meanings and "--capacities" not in meanings
+    assert meanings["--report"] == {"FOLDER"} and meanings["--output"] == {"FILE"}
+
+
+def test_a_bundled_trace_is_named_alike_in_every_command(tmp_path: Path) -> None:
+    """TRACE: conversation or synthetic names a bundled trace (3,993 requests in the synthetic one), a file of that name first."""
+    assert json.loads(kvspec("replay", "synthetic", contracts="0").stdout)["requests"] == 3993
+    small_trace(tmp_path / "synthetic", [1, 2])
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "replay", "synthetic"], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "KVSPEC_CONTRACTS": "0"}, timeout=60)
+    assert json.loads(run.stdout)["requests"] == 1

@@ -209,7 +209,7 @@ def test_FIX_12_the_reference_passes_every_case() -> None:
 
 def test_FIX_12_the_javascript_example_passes_every_case_of_the_policies_it_lists(tmp_path: Path) -> None:
     run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", f"cmd:node {ROOT / 'examples' / 's3fifo-node' / 'server.js'}",
-                 "--report", str(tmp_path / "verdicts.json"))
+                 "--output", str(tmp_path / "verdicts.json"))
     assert run.returncode == 0, run.stdout + run.stderr
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert {v["verdict"] for v in verdicts if v["id"].startswith("replay-")} == {"pass"}

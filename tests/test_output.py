@@ -89,7 +89,7 @@ def test_REPLAY_TRACE_7_an_output_that_cannot_be_written_is_named_with_its_optio
 
 def test_REPLAY_TRACE_7_two_outputs_are_both_written_or_neither(tmp_path: Path) -> None:
     plot = tmp_path / "p.png"
-    run = kvspec("sweep", trace(tmp_path), "--block-size", "4", "--capacities", "4,8", "--plot", str(plot), "--output",
+    run = kvspec("sweep", trace(tmp_path), "--block-size", "4", "--capacity", "4", "--capacity", "8", "--plot", str(plot), "--output",
                  str(tmp_path / "no" / "x.json"), cwd=tmp_path)
     assert run.returncode == 1 and "--output" in run.stderr and not plot.exists() and leftovers(tmp_path) == []
 
@@ -107,13 +107,13 @@ def test_REPLAY_TRACE_7_a_failure_inside_leaves_the_file_as_it_was(tmp_path: Pat
 
 
 def test_REPLAY_TRACE_7_compare_writes_a_plot_only_where_asked(tmp_path: Path) -> None:
-    run = kvspec("compare", "--capacity", "64MiB", cwd=tmp_path)
+    run = kvspec("compare", "--capacity-bytes", "64MiB", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert list(tmp_path.iterdir()) == [] and "plot:" not in run.stdout
 
 
 def test_REPLAY_TRACE_7_a_plot_name_that_no_format_matches_is_refused_before_the_work(tmp_path: Path) -> None:
-    run = kvspec("compare", "--capacity", "64MiB", "--plot", str(tmp_path / "p.gif"), "--output", str(tmp_path / "x.json"), cwd=tmp_path)
+    run = kvspec("compare", "--capacity-bytes", "64MiB", "--plot", str(tmp_path / "p.gif"), "--output", str(tmp_path / "x.json"), cwd=tmp_path)
     assert run.returncode == 1 and "--plot" in run.stderr and ".png, .svg or .pdf" in run.stderr and run.stdout == ""
     assert list(tmp_path.iterdir()) == []
 

@@ -72,7 +72,7 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("name", "magic"), [("plot.png", b"\x89PNG\r\n\x1a\n"), ("plot.svg", b"<?xml"), ("plot.pdf", b"%PDF")])
 def test_the_cli_writes_the_json_and_the_plot(tmp_path: Path, name: str, magic: bytes) -> None:
     trace = small_trace(tmp_path / "t.jsonl")
-    run = kvspec("sweep", str(trace), "--block-size", "4", "--policy", "fifo", "--policy", "lru", "--capacities", "2,3,8",
+    run = kvspec("sweep", str(trace), "--block-size", "4", "--policy", "fifo", "--policy", "lru", "--capacity", "2", "--capacity", "3", "--capacity", "8",
                  "--output", str(tmp_path / "sweep.json"), "--plot", str(tmp_path / name))
     assert run.returncode == 0, run.stderr
     result = json.loads((tmp_path / "sweep.json").read_text())
@@ -90,7 +90,7 @@ def test_a_plot_of_an_unknown_kind_is_refused_before_any_replay(tmp_path: Path) 
     assert run.stderr == f"kvspec: error: --plot {tmp_path / 'plot.gif'}: the file name must end in .png, .svg or .pdf\n"
 
 
-def test_unparseable_capacities_name_their_clause() -> None:
-    run = kvspec("sweep", "--capacities", "256,many")
+def test_an_unparseable_capacity_names_its_clause() -> None:
+    run = kvspec("sweep", "--capacity", "256", "--capacity", "many")
     assert run.returncode == 1 and run.stderr.count("\n") == 1
-    assert "REPLAY-CONF-1: capacities must be integers separated by commas, not '256,many'" in run.stderr
+    assert "REPLAY-CONF-1: capacity must be an integer, not 'many'" in run.stderr

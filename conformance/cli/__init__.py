@@ -39,7 +39,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     if plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
     folders = getattr(args, "folders", {})
-    for name in ("output", "plot", "report"):
+    for name in ("output", "plot"):
         if getattr(args, name, None) is not None and name not in folders:
             check_output(getattr(args, name), f"--{name}")
     for name, option in folders.items():

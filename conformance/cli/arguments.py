@@ -24,7 +24,11 @@ EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in 
 
 
 class Parser(argparse.ArgumentParser):
-    """One rule for every bad input: one line on stderr, exit 1 (a usage error included)."""
+    """One rule for every bad input: one line on stderr, exit 1 (a usage error included). No
+    abbreviations: --capacity must not be taken for compare's --capacity-bytes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
@@ -63,17 +67,39 @@ def typed(convert: Callable[[str], object], clause: str, what: str) -> Callable[
     return parse
 
 
-def capacity_list(text: str) -> list[int]:
-    return [int(part) for part in text.split(",")]
+BUNDLED = ("conversation", "synthetic")  # reference/traces/NOTICE.md
+TRACE_HELP = ("a Mooncake trace: a file, plain or gzip (told apart by content), or conversation or synthetic for a bundled one "
+              "(a file of that name comes first){stdin}")
 
 
-def add_trace_and_config(command: argparse.ArgumentParser) -> None:
-    command.add_argument("trace", nargs="?", type=Path, help="the trace, plain or gzip (told apart by content), or - for standard input "
-                         "(replay only: sweep reads the trace once per configuration); default: the bundled Mooncake conversation trace")
-    command.add_argument("--block-size", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"), default=DEFAULTS.block_size, help=f"tokens per block (default: {DEFAULTS.block_size})")
-    command.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"), default=DEFAULTS.small_ratio, help=f"S3FIFO: share of the capacity for the small queue (default: {DEFAULTS.small_ratio})")
-    command.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=DEFAULTS.max_freq, help=f"S3FIFO: frequency ceiling (default: {DEFAULTS.max_freq})")
-    command.add_argument("--output", type=file_path, help="write the JSON here instead of stdout (written whole or not at all)")
+def add_trace(command: argparse.ArgumentParser, stdin: bool, without: str) -> None:
+    """The trace, given the same way to every command that reads one: TRACE, the one positional argument."""
+    command.add_argument("trace", nargs="?", metavar="TRACE", help=TRACE_HELP.format(stdin=", or - for standard input" if stdin else "")
+                         + f"; {without}")
+
+
+def add_config(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--block-size", metavar="TOKENS", type=typed(int, "REPLAY-CONF-2", "block size must be an integer"),
+                         default=DEFAULTS.block_size, help=f"tokens per block (default: {DEFAULTS.block_size})")
+    command.add_argument("--small-ratio", metavar="RATIO", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
+                         default=DEFAULTS.small_ratio, help=f"S3FIFO: share of the capacity for the small queue (default: {DEFAULTS.small_ratio})")
+    command.add_argument("--max-freq", metavar="COUNT", type=typed(int, "S3-CONF-6", "max_freq must be an integer"), default=DEFAULTS.max_freq,
+                         help=f"S3FIFO: frequency ceiling (default: {DEFAULTS.max_freq})")
+
+
+def add_capacity(command: argparse.ArgumentParser, repeatable: bool, help: str) -> None:
+    """--capacity, in blocks wherever it is given (a byte budget is --capacity-bytes)."""
+    command.add_argument("--capacity", dest="capacities" if repeatable else "capacity", metavar="BLOCKS",
+                         action="append" if repeatable else "store", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"),
+                         default=None if repeatable else DEFAULTS.capacity, help=help)
+
+
+def add_output(command: argparse.ArgumentParser, what: str) -> None:
+    command.add_argument("--output", metavar="FILE", type=file_path, help=f"{what} (written whole or not at all)")
+
+
+def add_plot(command: argparse.ArgumentParser, what: str) -> None:
+    command.add_argument("--plot", metavar="FILE", type=file_path, help=f"also draw {what} to this file (.png, .svg or .pdf; needs kvspec[plot])")
 
 
 def timeout_seconds(text: str) -> float:
@@ -85,11 +111,11 @@ def timeout_seconds(text: str) -> float:
 
 def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> None:
     """--adapter and the deadlines it is held to (PROTO-15, PROTO-29)."""
-    command.add_argument("--adapter", required=required, help=help)
+    command.add_argument("--adapter", metavar="ADAPTER", required=required, help=help)
     seconds = typed(timeout_seconds, "PROTO-15", "a timeout must be a finite, positive number of seconds")
-    command.add_argument("--reply-timeout", type=seconds, default=REPLY_TIMEOUT,
+    command.add_argument("--reply-timeout", metavar="SECONDS", type=seconds, default=REPLY_TIMEOUT,
                          help=f"seconds the implementation has to answer a request (default {REPLY_TIMEOUT:g})")
-    command.add_argument("--start-timeout", type=seconds, default=START_TIMEOUT,
+    command.add_argument("--start-timeout", metavar="SECONDS", type=seconds, default=START_TIMEOUT,
                          help=f"seconds it has to answer start, or an in-process factory to return (default {START_TIMEOUT:g})")
 
 
@@ -127,9 +153,13 @@ def base_config(args: argparse.Namespace, policy: str = DEFAULTS.policy, capacit
 
 
 
-
-def open_trace(args: argparse.Namespace) -> TraceFile:
-    return TraceFile(args.trace if args.trace is not None else bundled_trace_path())
+def open_trace(given: str | None) -> TraceFile:
+    """TRACE as add_trace takes it; without it, the bundled conversation trace."""
+    if given is None:
+        return TraceFile(bundled_trace_path())
+    if given in BUNDLED and not Path(given).exists():
+        return TraceFile(bundled_trace_path(f"{given}_trace.jsonl.gz"))
+    return TraceFile(given)
 
 
 def read_once_only(given: object, command: str) -> None:

@@ -26,11 +26,11 @@ def add(commands: Any) -> None:
     check.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
                        help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")
-    check.add_argument("--seed", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
-    check.add_argument("--report", type=folder_path, help="write report.json, report.md and each shrunk counterexample to this folder")
-    check.add_argument("--small-ratio", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
+    check.add_argument("--seed", metavar="INTEGER", type=int, default=0, help="the Hypothesis seed; the same seed replays the same run (default 0)")
+    check.add_argument("--report", metavar="FOLDER", type=folder_path, help="write report.json, report.md and each shrunk counterexample to this folder")
+    check.add_argument("--small-ratio", metavar="RATIO", type=typed(float, "S3-CONF-1", "small_ratio must be a number"),
                        help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
-    check.add_argument("--max-freq", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
+    check.add_argument("--max-freq", metavar="COUNT", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
                        help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
     check.set_defaults(handler=run_certify, folders={"report": "--report"})
 

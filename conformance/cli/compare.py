@@ -2,16 +2,14 @@
 S3FIFO, LRU and FIFO on a Mooncake trace (spec/benefit.md sections 17 to 20)."""
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from kvspec.conformance.cli.arguments import file_path, read_once_only, subcommand, typed, with_progress
+from kvspec.conformance.cli.arguments import add_output, add_plot, add_trace, open_trace, read_once_only, subcommand, typed, with_progress
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.measurement import comparison
-from kvspec.reference import KvspecError, TraceFile, bundled_trace_path
+from kvspec.reference import KvspecError
 from kvspec.reference.validation import INT64_MAX
 
-BUNDLED = ("conversation", "synthetic")  # reference/traces/NOTICE.md
 UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
@@ -28,36 +26,35 @@ def add(commands: Any) -> None:
     versus = subcommand(
         commands, "compare", "the comparison is printed and written",
         help="the benefit policy against LRU on the seeded traces (spec/benefit.md)",
-        description="Replay the seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
+        description="Without TRACE, replay the seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
     )
-    versus.add_argument("--trace", help="a Mooncake trace (a file, or conversation or synthetic for a bundled one): replay the benefit "
-                        "policy as its prefix cache beside S3FIFO, LRU and FIFO at the same byte capacities (spec/benefit.md section 20)")
-    versus.add_argument("--capacity", dest="capacities", action="append", type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
-                        help="bytes, or with KiB, MiB, GiB or TiB (repeatable with --trace; default: 64 MiB, and 256 MiB for the two "
-                        "mixed-size traces; with --trace, 16, 64 and 256 GiB)")
-    versus.add_argument("--plot", type=file_path, help="also draw the comparison to this file (.png, .svg or .pdf; needs kvspec[plot])")
-    versus.add_argument("--output", type=file_path, help="also write the rows as JSON here (written whole or not at all)")
+    add_trace(versus, False, "without it, the seeded traces; with it, the benefit policy as its prefix cache beside S3FIFO, LRU and "
+              "FIFO at the same byte capacities (spec/benefit.md section 20)")
+    versus.add_argument("--capacity-bytes", dest="capacities", metavar="BYTES", action="append",
+                        type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
+                        help="the byte capacity of both sides: bytes, or with KiB, MiB, GiB or TiB (repeatable with TRACE; default: 64 MiB, "
+                        "and 256 MiB for the two mixed-size traces; with TRACE, 16, 64 and 256 GiB)")
+    add_plot(versus, "the comparison")
+    add_output(versus, "also write the rows as JSON here")
     versus.set_defaults(handler=run_compare)
 
 
 def run_compare(args: argparse.Namespace) -> None:
-
     capacities = args.capacities or []
     for capacity in capacities:
         if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)
-            raise KvspecError(f"--capacity {capacity}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes")
+            raise KvspecError(f"--capacity-bytes {capacity}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes")
     if args.trace is not None:
         read_once_only(args.trace, "compare")
-        trace = TraceFile(bundled_trace_path(f"{args.trace}_trace.jsonl.gz") if args.trace in BUNDLED and not Path(args.trace).exists()
-                          else args.trace)
+        trace = open_trace(args.trace)
         records = lambda label: with_progress(trace, trace.records(), label)  # noqa: E731
         result: comparison.Comparison | comparison.TraceComparison = comparison.run_trace(
             records, trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES))
         print(comparison.trace_table(result))
     else:
         if len(capacities) > 1:
-            raise KvspecError("BEN-CMP-1: the seeded traces take one --capacity (several need --trace)")
+            raise KvspecError("BEN-CMP-1: the seeded traces take one --capacity-bytes (several need a TRACE)")
         result = comparison.run(capacities[0] if capacities else None)
         print(comparison.table(result))
     if args.output is not None:

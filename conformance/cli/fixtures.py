@@ -9,7 +9,7 @@ from typing import Any
 
 from kvspec.adapters import Implementation
 from kvspec.conformance.cli import maintainers
-from kvspec.conformance.cli.arguments import add_adapter, file_path, subcommand
+from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.core.output import written_whole
@@ -25,10 +25,11 @@ def add(commands: Any) -> None:
     maintainers.add_fixtures_actions(actions)
     replay_all = subcommand(actions, "verify", "every case passes (or fails as --known-failures expects)",
                             "a case failed, or passed against --known-failures", help="replay every case through an implementation and report each failure (FIX-12)")
-    replay_all.add_argument("directory", nargs="?", type=Path, help="a corpus (default: the one installed with kvspec)")
+    replay_all.add_argument("directory", nargs="?", metavar="CORPUS", type=Path,
+                            help="a corpus folder, or one case's file (default: the corpus installed with kvspec)")
     add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
-    replay_all.add_argument("--known-failures", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
-    replay_all.add_argument("--report", type=file_path, help="also write every case's verdict as JSON here (written whole)")
+    replay_all.add_argument("--known-failures", metavar="FILE", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
+    add_output(replay_all, "also write every case's verdict as JSON here")
     replay_all.set_defaults(handler=run_fixtures_verify)
 
 
@@ -55,8 +56,8 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
         unless_interrupted()
     finally:
         progress.close()
-    if args.report is not None:
-        with written_whole(args.report, "--report") as temporary:
+    if args.output is not None:
+        with written_whole(args.output, "--output") as temporary:
             temporary.write_text(json.dumps([vars(r) for r in results], indent=1) + "\n", encoding="utf-8")
     cases = [result for result in results if result.id != "implementation"]
     counts = {verdict: sum(r.verdict == verdict for r in cases) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}

@@ -18,9 +18,9 @@ def add(commands: Any) -> None:
         "and a mistake of the mutant gallery. A search that does not run, or does not end within the budget, is an error.",
     )
     search.add_argument("search", choices=["check", "as-written", "diff"], help="which search")
-    search.add_argument("--budget", type=typed(float, "hunt", "the budget must be a number of seconds"), default=300.0,
+    search.add_argument("--budget", metavar="SECONDS", type=typed(float, "hunt", "the budget must be a number of seconds"), default=300.0,
                         help="seconds for the whole search (default 300)")
-    search.add_argument("--per-condition", type=typed(float, "hunt", "the time must be a number of seconds"), default=10.0,
+    search.add_argument("--per-condition", metavar="SECONDS", type=typed(float, "hunt", "the time must be a number of seconds"), default=10.0,
                         help="seconds CrossHair spends on each condition (default 10)")
     search.add_argument("--pair", nargs=2, metavar=("SPEC_FUNCTION", "OTHER_FUNCTION"),
                         help="diff: the two fully qualified functions to compare (default: REPLAY-HIT-1 against the no-min-clamp mutant)")

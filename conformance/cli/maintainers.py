@@ -23,12 +23,12 @@ def add(commands: Any) -> None:
     actions = derived.add_subparsers(dest="action", required=True)
     schemas = subcommand(actions, "schemas", "the schemas are written",
                          help="write every JSON Schema: the adapter protocol's messages, the fixture format and the certification report")
-    schemas.add_argument("directory", nargs="?", type=folder_path, default=Path("spec/schemas"), help="default: spec/schemas")
+    schemas.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/schemas"), help="default: spec/schemas")
     schemas.set_defaults(handler=run_schemas, folders={"directory": ""})
     annotate = subcommand(actions, "annotate", "the annotated spec is written",
                           help="write each spec document with, under every clause, the reference code that cites it and the tests that "
                           "name it (run in a checkout: it reads spec/ and tests/)")
-    annotate.add_argument("directory", nargs="?", type=folder_path, default=Path("docs/annotated-spec"), help="default: docs/annotated-spec")
+    annotate.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("docs/annotated-spec"), help="default: docs/annotated-spec")
     annotate.set_defaults(handler=run_annotate, folders={"directory": ""})
 
 
@@ -36,11 +36,11 @@ def add_fixtures_actions(actions: Any) -> None:
     """`fixtures generate` and `fixtures collect`, beside the users' `fixtures verify`."""
     make = subcommand(actions, "generate", "the corpus is written",
                       help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
-    make.add_argument("directory", nargs="?", type=folder_path, default=Path("spec/fixtures"), help="default: spec/fixtures")
+    make.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/fixtures"), help="default: spec/fixtures")
     make.set_defaults(handler=run_fixtures_generate, folders={"directory": ""})
     gather = subcommand(actions, "collect", "the counterexamples are kept",
                         help="keep the shrunk counterexamples of certification reports, for the corpus (run in a checkout)")
-    gather.add_argument("reports", nargs="+", type=Path, help="folders written by kvspec certify --report")
+    gather.add_argument("reports", nargs="+", metavar="REPORT", type=Path, help="folders written by kvspec certify --report")
     gather.set_defaults(handler=run_fixtures_collect)
 
 

@@ -14,12 +14,14 @@ from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.cli.arguments import (
     DEFAULTS,
     add_adapter,
-    add_trace_and_config,
+    add_capacity,
+    add_config,
+    add_output,
+    add_trace,
     base_config,
     open_trace,
     subcommand,
     summary,
-    typed,
     with_progress,
     write_json,
 )
@@ -36,10 +38,11 @@ def add(commands: Any) -> None:
         help="replay a Mooncake trace against one policy (spec/replay.md)",
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
-    add_trace_and_config(run)
+    add_trace(run, True, "default: the bundled conversation trace")
     run.add_argument("--policy", choices=POLICIES, default=DEFAULTS.policy, help=f"eviction policy (default: {DEFAULTS.policy})")
-    run.add_argument("--capacity", type=typed(int, "REPLAY-CONF-1", "capacity must be an integer"), default=DEFAULTS.capacity,
-                     help=f"cache capacity in blocks (default: {DEFAULTS.capacity})")
+    add_capacity(run, False, f"cache capacity in blocks (default: {DEFAULTS.capacity})")
+    add_config(run)
+    add_output(run, "write the JSON here instead of stdout")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
     add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
                 "with the reference; exit 3 at the first request on which they disagree, or where it fails")
@@ -47,7 +50,7 @@ def add(commands: Any) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    trace = open_trace(args)
+    trace = open_trace(args.trace)
     records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
     config = base_config(args, args.policy, args.capacity)
     with Spool() if args.per_request else nullcontext() as spool:

@@ -5,15 +5,16 @@ import sys
 from typing import Any
 
 from kvspec.conformance.cli.arguments import (
-    add_trace_and_config,
+    add_capacity,
+    add_config,
+    add_output,
+    add_plot,
+    add_trace,
     base_config,
-    capacity_list,
-    file_path,
     open_trace,
     read_once_only,
     subcommand,
     summary,
-    typed,
     with_progress,
     write_json,
 )
@@ -27,28 +28,24 @@ def add(commands: Any) -> None:
         help="hit rate against capacity, for several policies, as JSON and a plot",
         description="Replay a trace once per policy and capacity; print every result and the hit rate of a cache that never evicts.",
     )
-    add_trace_and_config(many)
+    add_trace(many, False, "default: the bundled conversation trace")
     many.add_argument("--policy", dest="policies", action="append", choices=POLICIES, help="a policy to replay (repeatable; default: all three)")
-    many.add_argument(
-        "--capacities",
-        type=typed(capacity_list, "REPLAY-CONF-1", "capacities must be integers separated by commas"),
-        default=list(DEFAULT_CAPACITIES),
-        help=f"capacities in blocks (default: {','.join(map(str, DEFAULT_CAPACITIES))})",
-    )
-    many.add_argument("--plot", type=file_path,
-                      help="also draw hit rate against capacity to this file (.png, .svg or .pdf; needs kvspec[plot])")
+    add_capacity(many, True, f"a cache capacity in blocks (repeatable; default: {', '.join(map(str, DEFAULT_CAPACITIES))})")
+    add_config(many)
+    add_output(many, "write the JSON here instead of stdout")
+    add_plot(many, "hit rate against capacity")
     many.set_defaults(handler=run_sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> None:
     read_once_only(args.trace, "sweep")
-    trace = open_trace(args)
+    trace = open_trace(args.trace)
     result = sweep(
         lambda label: with_progress(trace, trace.records(), label),
         trace.path,
         base_config(args),
         args.policies or list(POLICIES),
-        args.capacities,
+        args.capacities or list(DEFAULT_CAPACITIES),
     )
     if args.plot is not None:
         plot(result, args.plot)

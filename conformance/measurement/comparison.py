@@ -1,5 +1,5 @@
 """`kvspec compare`: the benefit policy against the LRU byte-budget baseline on the seeded
-traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, with ``--trace``, as the
+traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, given a TRACE, as the
 prefix cache of a Mooncake trace beside S3FIFO, LRU and FIFO (BEN-PREFIX-1 to BEN-PREFIX-7); as
 a table, JSON and a plot."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from kvspec.conformance.measurement.plots import POLICY_COLOURS, figure, save
+from kvspec.conformance.measurement.plots import POLICY_STYLES, figure, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
@@ -43,22 +43,24 @@ def table(result: Comparison) -> str:
 
 
 def plot(result: Comparison, path: Path) -> None:
-    """Saved cost and bytes written, policy beside LRU for each trace, written whole to ``path``."""
-    drawn, (saved, written) = figure(2, (11, 4.5))
-    names = [row.trace for row in result.rows]
-    positions = range(len(names))
-    for axes, field, label in ((saved, "saved", "saved cold-prefill cost"), (written, "bytes_written", "bytes written (MiB, log scale)")):
-        scale = 1.0 if field == "saved" else 2.0**20
-        axes.bar([p - 0.2 for p in positions], [getattr(row.policy, field) / scale for row in result.rows], width=0.4, label="benefit policy",
-                 color=POLICY_COLOURS["benefit"])
-        axes.bar([p + 0.2 for p in positions], [getattr(row.lru, field) / scale for row in result.rows], width=0.4, label="LRU",
-                 color=POLICY_COLOURS["lru"])
-        axes.set_xticks(list(positions), names, rotation=20, ha="right")
-        axes.set_ylabel(label)
-        axes.grid(True, axis="y", alpha=0.3)
-    written.set_yscale("log")
+    """Saved cost and bytes written, the policy's point beside LRU's for each trace, written whole
+    to ``path``. Points, not bars: a bar on the log scale of bytes written would start nowhere."""
+    drawn, (saved, written) = figure(2, (11, 4.2))
+    positions = range(len(result.rows))
+    names = [f"{row.trace}, {row.capacity_bytes / 2**20:g} MiB" for row in result.rows]
+    for axes, field, scale, label in ((saved, "saved", 1.0, "saved cold-prefill cost (the seeded traces' cost units)"),
+                                      (written, "bytes_written", 2.0**20, "bytes written (MiB, log scale)")):
+        for side, offset in (("policy", -0.12), ("lru", 0.12)):
+            axes.plot([getattr(getattr(row, side), field) / scale for row in result.rows], [p + offset for p in positions],
+                      linestyle="none", markersize=8, **POLICY_STYLES["benefit" if side == "policy" else "lru"])
+        axes.set_yticks(list(positions), names if axes is saved else [])
+        axes.set_ylim(len(names) - 0.5, -0.5)  # the first trace at the top
+        axes.set_xlabel(label)
+        axes.grid(True, axis="x", alpha=0.3)
+    saved.xaxis.set_major_formatter("{x:,.0f}")
+    written.set_xscale("log")
     saved.legend()
-    drawn.suptitle("Benefit-per-exclusive-byte policy against LRU at the same byte capacity")
+    drawn.suptitle("The benefit policy against LRU at the same byte capacity, on the seeded traces")
     save(drawn, path)
 
 
@@ -122,16 +124,16 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     for policy in PREFIX_POLICIES:
         sides = [side for side in result.sides if side.policy == policy]
         gib = [side.capacity_bytes / GIB for side in sides]
-        rate.plot(gib, [100 * hit_rate(side) for side in sides], marker="o", label=policy, color=POLICY_COLOURS[policy])
-        saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], marker="o", label=policy, color=POLICY_COLOURS[policy])
+        rate.plot(gib, [100 * hit_rate(side) for side in sides], **POLICY_STYLES[policy])
+        saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **POLICY_STYLES[policy])
     capacities = sorted({side.capacity_bytes / GIB for side in result.sides})
-    for axes, label in ((rate, "hit tokens (% of prompt tokens)"), (saved, "saved prefill (s)")):
+    for axes, label in ((rate, "hit rate (% of prompt tokens)"), (saved, f"saved prefill (modelled seconds, {result.model})")):
         axes.set_xscale("log", base=2)
         axes.set_xticks(capacities, [f"{capacity:g}" for capacity in capacities])
         axes.minorticks_off()
-        axes.set_xlabel("capacity (GiB)")
+        axes.set_xlabel("capacity (GiB, log scale)")
         axes.set_ylabel(label)
         axes.grid(True, alpha=0.3)
     rate.legend()
-    drawn.suptitle(f"{result.trace}: the benefit policy as a prefix cache beside S3FIFO, LRU and FIFO ({result.model})")
+    drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}")
     save(drawn, path)

@@ -1,4 +1,4 @@
-"""The plots of `kvspec sweep` and `kvspec compare`: each policy in the same colour in every figure,
+"""The plots of `kvspec sweep` and `kvspec compare`: each policy in the same colour and marker in every figure,
 drawn without a display (matplotlib is the optional extra kvspec[plot], imported only to draw),
 and written whole or not at all."""
 
@@ -7,8 +7,21 @@ from typing import Any
 
 from kvspec.conformance.core.output import written_whole
 
-POLICY_COLOURS = {"s3fifo": "C0", "lru": "C1", "fifo": "C2", "benefit": "C3"}  # matplotlib's default cycle, one colour per policy
-NEVER_EVICTS = "grey"
+# One colour (matplotlib's default cycle), one marker and one name per policy, in every figure: a
+# policy is told apart by its marker too, in print and for a reader who does not see the colours.
+POLICY_STYLES = {
+    "s3fifo": {"color": "C0", "marker": "o", "label": "S3FIFO"},
+    "lru": {"color": "C1", "marker": "s", "label": "LRU"},
+    "fifo": {"color": "C2", "marker": "^", "label": "FIFO"},
+    "benefit": {"color": "C3", "marker": "D", "label": "benefit policy"},
+}
+NEVER_EVICTS = {"color": "grey", "linestyle": "--"}
+BUNDLED_TRACES = {"conversation_trace.jsonl.gz": "the Mooncake conversation trace", "synthetic_trace.jsonl.gz": "the Mooncake synthetic trace"}
+
+
+def on_trace(name: str) -> str:
+    """What a title says of the trace: the bundled ones by what they are, never a file name."""
+    return f" on {BUNDLED_TRACES[name]}" if name in BUNDLED_TRACES else ""
 
 
 def figure(columns: int = 1, size: tuple[float, float] = (7, 4.5)) -> tuple[Any, Any]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from kvspec.conformance.measurement.plots import NEVER_EVICTS, POLICY_COLOURS, figure, save
+from kvspec.conformance.measurement.plots import NEVER_EVICTS, POLICY_STYLES, figure, on_trace, save
 from kvspec.reference import ReplayConfig, ReplayResult, TraceRecord, make_policy, replay
 from kvspec.reference.validation import INT64_MAX
 
@@ -67,19 +67,23 @@ def sweep(
 
 
 def plot(result: Sweep, path: Path) -> None:
-    """Hit rate against capacity, one line per policy, written whole to ``path`` (PNG, SVG or PDF)."""
+    """Hit rate against capacity, one line per policy, under the hit rate of a cache that never
+    evicts; written whole to ``path`` (PNG, SVG or PDF)."""
     drawn, axes = figure()
     policies = dict.fromkeys(point.result.policy for point in result.points)
     for policy in policies:
         points = [p for p in result.points if p.result.policy == policy]
-        capacities = [p.result.cache_capacity_blocks for p in points]
-        axes.plot(capacities, [100 * p.hit_rate for p in points], marker="o", label=policy, color=POLICY_COLOURS[policy])
-    axes.axhline(100 * result.unbounded_hit_rate, linestyle="--", color=NEVER_EVICTS, label="never evicts")
+        axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **POLICY_STYLES[policy])
+    ceiling = 100 * result.unbounded_hit_rate
+    axes.axhline(ceiling, label=f"a cache that never evicts ({ceiling:.1f} %)", **NEVER_EVICTS)
+    capacities = sorted({p.result.cache_capacity_blocks for p in result.points})
     axes.set_xscale("log", base=2)
-    axes.set_xlabel("capacity (blocks)")
-    axes.set_ylabel("hit tokens / prompt tokens (%)")
+    axes.set_xticks(capacities, [f"{capacity:,}" for capacity in capacities])
+    axes.minorticks_off()
+    axes.set_xlabel(f"capacity (blocks of {result.points[0].result.block_size:,} tokens, log scale)")  # one block size a sweep
+    axes.set_ylabel("hit rate (% of prompt tokens)")
     axes.set_ylim(bottom=0)
-    axes.set_title(f"Longest-prefix hit rate, {result.trace}")
+    axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}")
     axes.grid(True, which="major", alpha=0.3)
     axes.legend()
     save(drawn, path)

@@ -1,0 +1,74 @@
+"""The figures of `kvspec sweep` and `kvspec compare`: each policy in its one colour and marker in
+every figure, a unit on every axis, the ceiling named in the legend, no file name in a title."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvspec.conformance.measurement import comparison, sweep
+from kvspec.conformance.measurement.plots import POLICY_STYLES
+from kvspec.reference import ReplayConfig, TraceFile
+from kvspec.reference.benefit import TRACES, compare
+
+NAME = "conversation_trace.jsonl.gz"  # a bundled trace's file name: its figure names the trace in words
+
+
+def small_trace(path: Path) -> Path:
+    """Three requests of 4-token blocks, the second and third reusing the first's."""
+    path.write_text("".join(json.dumps({"timestamp": 0, "input_length": 12, "output_length": 1, "hash_ids": hashes}) + "\n"
+                            for hashes in ([1, 2, 3], [1, 2, 4], [1, 2, 3])))
+    return path
+
+
+def drawn(module: Any, draw: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The figure ``draw`` makes, caught before it is saved."""
+    figures = []
+    monkeypatch.setattr(module, "save", lambda figure, path: figures.append(figure))
+    draw()
+    return figures[0]
+
+
+def check(figure: Any, quantities: str = "xy") -> set[str]:
+    """Every policy line in its style, a unit on every axis of a quantity (``quantities``: the
+    other names categories), no file name in the title; the legend's labels."""
+    by_label = {style["label"]: style for style in POLICY_STYLES.values()}
+    titles = [figure.get_suptitle(), *(axes.get_title() for axes in figure.axes)]
+    assert not any(".json" in title or NAME in title for title in titles), titles
+    labels = set()
+    for axes in figure.axes:
+        for axis in quantities:
+            label = getattr(axes, f"get_{axis}label")()
+            assert "(" in label, label  # "capacity (blocks of 4 tokens, log scale)", "hit rate (% of prompt tokens)"
+        for line in axes.get_lines():
+            if line.get_label() in by_label:
+                style = by_label[line.get_label()]
+                assert (line.get_color(), line.get_marker()) == (style["color"], style["marker"]), line.get_label()
+        legend = axes.get_legend()
+        labels |= {text.get_text() for text in legend.get_texts()} if legend else set()
+    return labels
+
+
+def test_the_sweep_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = small_trace(tmp_path / NAME)
+    trace = TraceFile(path)
+    result = sweep.sweep(lambda label: trace.records(), str(path), ReplayConfig(block_size=4, small_ratio=0.5), ["s3fifo", "lru", "fifo"], [4, 8])
+    labels = check(drawn(sweep, lambda: sweep.plot(result, tmp_path / "p.png"), monkeypatch))
+    assert labels == {"S3FIFO", "LRU", "FIFO", f"a cache that never evicts ({100 * result.unbounded_hit_rate:.1f} %)"}
+
+
+def test_the_prefix_cache_figure_says_its_seconds_are_modelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = small_trace(tmp_path / NAME)
+    trace = TraceFile(path)
+    result = comparison.run_trace(lambda label: trace.records(), str(path), [comparison.GIB, 2 * comparison.GIB], block_size=4)
+    figure = drawn(comparison, lambda: comparison.plot_trace(result, tmp_path / "p.png"), monkeypatch)
+    assert check(figure) == {POLICY_STYLES[policy]["label"] for policy in ("benefit", "s3fifo", "lru", "fifo")}
+    assert "modelled seconds" in figure.axes[1].get_ylabel() and "the Mooncake conversation trace" in figure.get_suptitle()
+
+
+def test_the_seeded_comparison_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name, (make, capacity) = next(iter(TRACES.items()))
+    result = comparison.Comparison(rows=[compare(name, make()[:200], capacity)])
+    labels = check(drawn(comparison, lambda: comparison.plot(result, tmp_path / "p.png"), monkeypatch), quantities="x")
+    assert labels == {POLICY_STYLES["benefit"]["label"], POLICY_STYLES["lru"]["label"]}
