@@ -68,7 +68,7 @@ def test_the_go_example_conforms_on_all_four_policies(binary: Path, tmp_path: Pa
 
 
 def test_FIX_12_the_go_example_passes_every_replay_and_benefit_case(binary: Path, tmp_path: Path) -> None:
-    run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", f"cmd:{binary}", "--report", str(tmp_path / "verdicts.json"))
+    run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", f"cmd:{binary}", "--output", str(tmp_path / "verdicts.json"))
     assert run.returncode == 0, run.stdout + run.stderr
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     ran = [v["verdict"] for v in verdicts if v["id"].startswith(("replay-", "benefit-"))]
