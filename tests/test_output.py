@@ -5,11 +5,16 @@ file replaced, a symbolic link, a named pipe, a folder or a missing folder given
 and two outputs of which one cannot be written."""
 
 import os
+import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from kvspec.conformance.core.output import written_whole
 
@@ -121,3 +126,31 @@ def test_REPLAY_TRACE_7_a_plot_name_that_no_format_matches_is_refused_before_the
 def test_REPLAY_TRACE_7_dev_stdout_is_written_directly_into_the_pipe_kvspec_writes_to(tmp_path: Path) -> None:
     run = replay(tmp_path, "/dev/stdout")
     assert run.returncode == 0 and '"policy"' in run.stdout and run.stderr == "", run.stderr
+
+
+class Stopped(BaseException):
+    pass
+
+
+def test_a_signal_as_the_temporary_file_is_made_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM right after the temporary file exists, before the block that removes it on failure
+    has begun (CI met it once: `.out.json.w6msyvrk.json` left): it waits, and arrives inside."""
+    made = tempfile.mkstemp
+
+    def mkstemp_then_sigterm(**names: Any) -> tuple[int, str]:
+        created = made(**names)
+        signal.raise_signal(signal.SIGTERM)
+        return created
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_sigterm)
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stopped), written_whole(tmp_path / "out.json", "--output") as temporary:
+            temporary.write_text("{}")
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert list(tmp_path.iterdir()) == []
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == set()  # the mask is as it was

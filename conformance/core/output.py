@@ -6,6 +6,7 @@ path as given."""
 
 import os
 import shlex
+import signal
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -60,6 +61,9 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
+INTERRUPTIONS = {signal.SIGINT, signal.SIGTERM}
+
+
 @contextmanager
 def written_whole(given: Path, option: str = "") -> Iterator[Path]:
     """A temporary path beside the file ``given`` names (same suffix), renamed over it only if the
@@ -75,18 +79,25 @@ def written_whole(given: Path, option: str = "") -> Iterator[Path]:
         return
     target = Path(os.path.realpath(given))
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else umask_mode()
+    # SIGINT and SIGTERM wait while the temporary file is made: one arriving between its creation
+    # and the try that owns it would leave it behind. A pending one is delivered inside the try.
+    unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTIONS)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
     except OSError as error:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
         raise refused(option, given, error.strerror or "cannot be written") from None
-    os.close(handle)
     try:
+        os.close(handle)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
         yield Path(temporary)
         os.chmod(temporary, mode)
         os.replace(temporary, target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)  # if the close failed, before the mask was put back
         raise refused(option, given, error.strerror or "cannot be written") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
         raise
