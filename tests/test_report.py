@@ -95,8 +95,14 @@ def test_a_failing_benefit_certification_prints_its_shrunk_operations_as_protoco
     failure = report.policies[0].failures[0]
     assert failure.trace_file is not None and failure.replay_command is not None
     case = json.loads((tmp_path / failure.trace_file).read_text())
-    shown = [{"cmd": "configure_benefit", "config": case["config"]}, *(step["request"] for step in case["operations"])]
+    session = [{"cmd": "start", "protocol": 1}, {"cmd": "configure_benefit", "config": case["config"]},
+               *(step["request"] for step in case["operations"]), {"cmd": "stop"}]
     lines = run.stdout.splitlines()
-    start = next(n for n, line in enumerate(lines) if line.startswith('{"cmd": "configure_benefit"'))
-    assert [json.loads(line) for line in lines[start:start + len(shown)]] == shown and lines[start + len(shown)] == ""
-    assert f"    replay it: {failure.replay_command}" in lines
+    start = lines.index('{"cmd": "start", "seq": 0, "protocol": 1}')
+    assert [json.loads(line) for line in lines[start:start + len(session)]] == [{**r, "seq": n} for n, r in enumerate(session)]
+    assert lines[start + len(session)] == "" and f"    replay it against the spec's answers: {failure.replay_command}" in lines
+    # Pasted into the reference server, the session is answered line for line, as the case says the spec answers.
+    served = subprocess.run([sys.executable, "-m", "kvspec.adapters.serve"], input="\n".join(lines[start:start + len(session)]) + "\n",
+                            capture_output=True, text=True, timeout=60)
+    replies = [json.loads(line) for line in served.stdout.splitlines()[2:]]
+    assert served.returncode == 0 and [{k: v for k, v in r.items() if k != "seq"} for r in replies] == [s["expect"] for s in case["operations"]]

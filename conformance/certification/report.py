@@ -176,12 +176,15 @@ def counterexample(adapter_spec: str, finding: Finding, saved: Path | None) -> s
         return ""  # a configuration, which the message names: there is no request to show
     if divergence is None or (divergence.benefit is None and (divergence.config is None or not divergence.trace)):
         return "    shrunk steps:\n" + "".join(f"      {line}\n" for line in finding.steps.splitlines()) if finding.steps else ""
-    if divergence.benefit is not None:
-        requests = [{"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *divergence.benefit["operations"]]
-        lines = [f"    the shrunk counterexample, {plural(len(requests) - 1, 'operation')} after the configuration:", ""]
-        lines += [json.dumps(request, allow_nan=False) for request in requests]
-        replay = (f"replay it: {verify_command(adapter_spec, saved)}" if saved
-                  else "--report FOLDER saves it as a fixture case that `kvspec fixtures verify` replays")
+    if divergence.benefit is not None:  # the session the implementation was sent, ready for its stdin
+        operations = divergence.benefit["operations"]
+        session = [{"cmd": "start", "protocol": 1}, {"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *operations,
+                   {"cmd": "stop"}]
+        lines = [f"    the shrunk counterexample, {plural(len(operations), 'operation')} after the configuration, as the protocol's "
+                 "requests (paste them into the implementation):", ""]
+        lines += [json.dumps({"cmd": request["cmd"], "seq": seq, **request}, allow_nan=False) for seq, request in enumerate(session)]
+        replay = (f"replay it against the spec's answers: {verify_command(adapter_spec, saved)}" if saved
+                  else "--report FOLDER saves it, with the spec's answers, as a fixture case that `kvspec fixtures verify` replays")
         return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
     command = replay_command(adapter_spec, divergence.config, saved or Path("-"))
     lines = [f"    the shrunk counterexample, {plural(len(divergence.trace), 'request')}; this replays it through the implementation:", ""]
