@@ -327,7 +327,7 @@ def test_one_meaning_per_option() -> None:
             assert action.metavar is not None or action.choices is not None, f"{name} {action.dest}: no metavar names the value"
             for option in action.option_strings or ([action.dest] if action.dest == "trace" else []):
                 meanings.setdefault(option, set()).add(str(action.metavar))
-            if action.dest.endswith("ies"):  # capacities, policies
+            if action.dest in ("capacities", "policies", "capacity_bytes"):  # the options that take a list
                 assert isinstance(action, argparse._AppendAction), f"{name} {action.dest}: a list is given by repeating the option"
     assert {option: metavars for option, metavars in meanings.items() if len(metavars) > 1 and "None" not in metavars} == {}
     assert meanings["--capacity"] == {"BLOCKS"} and meanings["--capacity-bytes"] == {"BYTES"}

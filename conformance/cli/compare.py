@@ -25,13 +25,13 @@ def byte_count(text: str) -> int:
 def add(commands: Any) -> None:
     versus = subcommand(
         commands, "compare", "the comparison is printed and written",
-        help="the benefit policy against LRU on the seeded traces (spec/benefit.md)",
+        help="the benefit policy against LRU on the seeded traces, or as a prefix cache on a Mooncake trace (spec/benefit.md)",
         description="Without TRACE, replay the seeded traces of spec/benefit.md section 17 through the benefit policy and the LRU "
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
     )
     add_trace(versus, False, "without it, the seeded traces; with it, the benefit policy as its prefix cache beside S3FIFO, LRU and "
               "FIFO at the same byte capacities (spec/benefit.md section 20)")
-    versus.add_argument("--capacity-bytes", dest="capacities", metavar="BYTES", action="append",
+    versus.add_argument("--capacity-bytes", dest="capacity_bytes", metavar="BYTES", action="append",
                         type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="the byte capacity of both sides: bytes, or with KiB, MiB, GiB or TiB (repeatable with TRACE; default: 64 MiB, "
                         "and 256 MiB for the two mixed-size traces; with TRACE, 16, 64 and 256 GiB)")
@@ -41,7 +41,7 @@ def add(commands: Any) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> None:
-    capacities = args.capacities or []
+    capacities = args.capacity_bytes or []
     for capacity in capacities:
         if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)
             raise KvspecError(f"--capacity-bytes {capacity}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes")
