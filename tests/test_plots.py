@@ -2,6 +2,7 @@
 every figure, a unit on every axis, the ceiling named in the legend, no file name in a title."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,13 @@ def check(figure: Any, quantities: str = "xy") -> set[str]:
     for axes in figure.axes:
         for axis in quantities:
             label = getattr(axes, f"get_{axis}label")()
-            assert "(" in label, label  # "capacity (blocks of 4 tokens, log scale)", "hit rate (% of prompt tokens)"
+            assert re.fullmatch(r"[a-z][^()]* \([^()]+\)", label), label  # "capacity (blocks of 4 tokens, log scale)"
         for line in axes.get_lines():
             if line.get_label() in by_label:
                 style = by_label[line.get_label()]
                 assert (line.get_color(), line.get_marker()) == (style["color"], style["marker"]), line.get_label()
+            else:  # unlabelled (matplotlib's "_child…"), or the ceiling
+                assert line.get_label().startswith(("_", "a cache that never evicts (")), line.get_label()
         legend = axes.get_legend()
         labels |= {text.get_text() for text in legend.get_texts()} if legend else set()
     return labels
