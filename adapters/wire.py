@@ -115,6 +115,20 @@ DUE = {"int_type": "an integer", "string_type": "a string", "bool_type": "a bool
        "tuple_type": "an array", "dict_type": "an object", "model_type": "an object", "int_from_float": "an integer"}
 
 
+def reply_json(cmd: str, result: Any) -> dict[str, Any]:
+    """PROTO-21 to PROTO-28: what the reply to ``cmd`` carries of its result, without its seq."""
+    if cmd in ("consider_admission", "record_hit"):
+        return {"decision": decision_json(result)}
+    if cmd in ("record_miss", "observe_pressure"):
+        return {"ok": True}
+    if cmd == "choose_victims":
+        return {"keys": list(result.keys), "freed": result.freed}
+    if cmd in ("select_probation_cap_victims", "remove"):
+        return {"cap": cap_json(result)}
+    assert cmd == "benefit_state", cmd
+    return state_json(result)
+
+
 def received(request: dict[str, Any]) -> Any:
     """A request as an implementation in a process of its own receives it (PROTO-16: through JSON, strictly)."""
     return REQUEST.validate_json(json.dumps({**request, "seq": 0}))
@@ -133,22 +147,20 @@ def answer_benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:
         return {"ok": True}
     if isinstance(request, ConsiderAdmissionRequest):  # PROTO-21
         shared = [(segment_id, size) for segment_id, size in request.shared]
-        decision = adapter.consider_admission(request.key, request.exclusive_bytes, shared, cost_of(request.cost), frozenset(request.pinned))
-        return {"decision": decision_json(decision)}
-    if isinstance(request, RecordHitRequest):  # PROTO-22
-        return {"decision": decision_json(adapter.record_hit(request.key, cost_of(request.cost)))}
-    if isinstance(request, RecordMissRequest):  # PROTO-23
-        adapter.record_miss(request.key)
-        return {"ok": True}
-    if isinstance(request, ObservePressureRequest):  # PROTO-24
-        adapter.observe_pressure(from_double(request.pressure))
-        return {"ok": True}
-    if isinstance(request, ChooseVictimsRequest):  # PROTO-25
-        victims = adapter.choose_victims(request.bytes_to_free, frozenset(request.pinned))
-        return {"keys": list(victims.keys), "freed": victims.freed}
-    if isinstance(request, SelectProbationCapVictimsRequest):  # PROTO-26
-        return {"cap": cap_json(adapter.select_probation_cap_victims(frozenset(request.pinned)))}
-    if isinstance(request, RemoveRequest):  # PROTO-27
-        return {"cap": cap_json(adapter.remove(request.key, frozenset(request.pinned)))}
-    assert isinstance(request, BenefitStateRequest)  # PROTO-28
-    return state_json(adapter.benefit_state())
+        result: Any = adapter.consider_admission(request.key, request.exclusive_bytes, shared, cost_of(request.cost), frozenset(request.pinned))
+    elif isinstance(request, RecordHitRequest):  # PROTO-22
+        result = adapter.record_hit(request.key, cost_of(request.cost))
+    elif isinstance(request, RecordMissRequest):  # PROTO-23
+        result = adapter.record_miss(request.key)
+    elif isinstance(request, ObservePressureRequest):  # PROTO-24
+        result = adapter.observe_pressure(from_double(request.pressure))
+    elif isinstance(request, ChooseVictimsRequest):  # PROTO-25
+        result = adapter.choose_victims(request.bytes_to_free, frozenset(request.pinned))
+    elif isinstance(request, SelectProbationCapVictimsRequest):  # PROTO-26
+        result = adapter.select_probation_cap_victims(frozenset(request.pinned))
+    elif isinstance(request, RemoveRequest):  # PROTO-27
+        result = adapter.remove(request.key, frozenset(request.pinned))
+    else:
+        assert isinstance(request, BenefitStateRequest)  # PROTO-28
+        result = adapter.benefit_state()
+    return reply_json(request.cmd, result)

@@ -101,6 +101,10 @@ def test_a_failing_benefit_certification_prints_its_shrunk_operations_as_protoco
     start = lines.index('{"cmd": "start", "seq": 0, "protocol": 1}')
     assert [json.loads(line) for line in lines[start:start + len(session)]] == [{**r, "seq": n} for n, r in enumerate(session)]
     assert lines[start + len(session)] == "" and f"    replay it against the spec's answers: {failure.replay_command}" in lines
+    # The verdict shows the request and the state as the protocol carries them, not as kvspec's Python objects.
+    sent, shown = failure.message.split(" after ", 1)[1].split(": expected the state ", 1)
+    assert json.loads(sent) == case["operations"][-1]["request"]
+    assert json.loads(shown.split(", got ", 1)[0]) == case["operations"][-1]["state"]
     # Pasted into the reference server, the session is answered line for line, as the case says the spec answers.
     served = subprocess.run([sys.executable, "-m", "kvspec.adapters.serve"], input="\n".join(lines[start:start + len(session)]) + "\n",
                             capture_output=True, text=True, timeout=60)

@@ -18,6 +18,7 @@ default in one whole-domain knob, and counts of 257 (just above the ints CPython
 for), hundreds of operations checked by their results and the state once.
 """
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter, state_of
 from kvspec.adapters.protocol import to_double
+from kvspec.adapters.wire import reply_json, state_json
 from kvspec.conformance.certification.benefit_diagnosis import (
     by_variants,
     cap_clauses,
@@ -163,7 +165,7 @@ class BenefitMachine(RuleBasedStateMachine):
         reference, refused_by, accepted = offered_to_both(lambda: BenefitPolicy(config), lambda: self.adapter.configure_benefit(config))
         if (refused_by is None) != accepted:
             clause = refused_by or "BEN-CONF-8"
-            raise self.diverge([clause, "BEN-CONF-8"], f"{config}: expected {'refused' if refused_by else 'accepted'}",
+            raise self.diverge([clause, "BEN-CONF-8"], f"the configuration {json.dumps(self.config_wire)}: expected {'refused' if refused_by else 'accepted'}",
                                "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
         self.reference = reference
 
@@ -194,18 +196,23 @@ class BenefitMachine(RuleBasedStateMachine):
     agreed_clock = 0  # the clock of the last state both agreed on (BEN-CLOCK-1 starts it at 0)
     state_checked = True  # off while a long run of operations is checked by its results alone
 
-    def agree(self, operation: str, clauses: Callable[[], list[str] | Diagnosis], expected: object, actual: object) -> None:
-        """The results of one operation, then (state level) the whole state, must agree; ``clauses``
-        diagnoses a difference in the results, and runs only when there is one."""
+    def agree(self, clauses: Callable[[], list[str] | Diagnosis], expected: object, actual: object) -> None:
+        """The results of the operation just sent, then (state level) the whole state, must agree;
+        ``clauses`` diagnoses a difference in the results, and runs only when there is one. The
+        message shows the request and the replies as the protocol carries them (PROTO-21 to
+        PROTO-28): what the implementer's own code received and should have answered."""
         state_level = self.adapter.level == "state"
+        request = self.operations[-1]
+        sent = json.dumps(request)
         if expected != actual:
             found = clauses()
             diagnosis = found if isinstance(found, Diagnosis) else consistent(*found)
             diagnosis = by_variants(diagnosis, self.config_wire, self.operations, actual, state_level)
-            raise self.diverge(diagnosis.clauses, f"{operation}: expected {expected!r}, got {actual!r}{diagnosis.evidence}", expected, actual,
-                               diagnosis.consistent_with)
+            cmd = str(request["cmd"])
+            raise self.diverge(diagnosis.clauses, f"{sent}: expected {json.dumps(reply_json(cmd, expected))}, got "
+                               f"{json.dumps(reply_json(cmd, actual))}{diagnosis.evidence}", expected, actual, diagnosis.consistent_with)
         if state_level and self.state_checked:
-            self.agree_on_state(operation, actual)
+            self.agree_on_state(sent, actual)
 
     def agree_on_state(self, operation: str, actual: object) -> None:
         assert self.reference is not None
@@ -213,8 +220,8 @@ class BenefitMachine(RuleBasedStateMachine):
         if want != got or negative_zero_score(got):
             diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
             diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, True, of_state=True)
-            raise self.diverge(diagnosis.clauses, f"after {operation}: expected {want}, got {got}{diagnosis.evidence}", want, got,
-                               diagnosis.consistent_with)
+            raise self.diverge(diagnosis.clauses, f"after {operation}: expected the state {json.dumps(state_json(want))}, got "
+                               f"{json.dumps(state_json(got))}{diagnosis.evidence}", want, got, diagnosis.consistent_with)
         self.agreed_clock = want.clock
 
     def results_only(self, run: Callable[[], object], operation: str) -> None:
@@ -237,8 +244,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.operations.append(offer(key, exclusive, shared, *cost, tuple(sorted(pinned))))
         expected = self.reference.consider_admission(key, exclusive, shared, cost, pinned)
         actual = self.adapter.consider_admission(key, exclusive, list(shared), cost, pinned)
-        self.agree(f"consider_admission({key}, {exclusive}, {shared}, {cost}, {set(pinned)})",
-                   lambda: offer_clauses(expected, actual), expected, actual)
+        self.agree(lambda: offer_clauses(expected, actual), expected, actual)
 
     @CONFIGURED
     @rule(keys=st.lists(KEYS, min_size=2, max_size=2, unique=True), exclusive=st.sampled_from([1, 8, 10]), cost=COSTS)
@@ -383,7 +389,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.step += 1
         self.operations.append(hit(key, *cost))
         expected, actual = self.reference.record_hit(key, cost), self.adapter.record_hit(key, cost)
-        self.agree(f"record_hit({key}, {cost})", lambda: hit_clauses(cost), expected, actual)
+        self.agree(lambda: hit_clauses(cost), expected, actual)
 
     @CONFIGURED
     @rule(key=KEYS)
@@ -394,7 +400,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.operations.append({"cmd": "record_miss", "key": key})
         self.reference.record_miss(key)
         self.adapter.record_miss(key)
-        self.agree(f"record_miss({key})", lambda: ["BEN-MISS-1"], None, None)
+        self.agree(lambda: ["BEN-MISS-1"], None, None)
 
     @CONFIGURED
     @rule(pressure=st.sampled_from([0.0, 0.5, 1.0, NAN, INF, -INF, 2.0]) | st.floats(0.0, 1.0))
@@ -405,7 +411,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.operations.append({"cmd": "observe_pressure", "pressure": to_double(pressure)})
         self.reference.observe_pressure(pressure)
         self.adapter.observe_pressure(pressure)
-        self.agree(f"observe_pressure({pressure})", lambda: ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
+        self.agree(lambda: ["BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3"], None, None)
 
     @CONFIGURED
     @rule(bytes_to_free=st.sampled_from([1, 2, 5, 10, 20]) | st.integers(0, 60), pinned=PINNED)
@@ -417,7 +423,7 @@ class BenefitMachine(RuleBasedStateMachine):
         expected = self.reference.choose_victims(bytes_to_free, pinned)
         actual = self.adapter.choose_victims(bytes_to_free, pinned)
         reference = self.reference
-        self.agree(f"choose_victims({bytes_to_free}, {set(pinned)})", lambda: victim_clauses(reference, expected, actual, pinned), expected, actual)
+        self.agree(lambda: victim_clauses(reference, expected, actual, pinned), expected, actual)
 
     @CONFIGURED
     @rule(pinned=PINNED)
@@ -428,7 +434,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.operations.append({"cmd": "select_probation_cap_victims", "pinned": sorted(pinned)})
         expected = self.reference.select_probation_cap_victims(pinned)
         actual = self.adapter.select_probation_cap_victims(pinned)
-        self.agree(f"select_probation_cap_victims({set(pinned)})", lambda: cap_clauses(actual, pinned), expected, actual)
+        self.agree(lambda: cap_clauses(actual, pinned), expected, actual)
 
     @CONFIGURED
     @rule(key=KEYS, pinned=PINNED)
@@ -440,7 +446,7 @@ class BenefitMachine(RuleBasedStateMachine):
         removed = self.reference.remove(key, pinned)
         expected = None if removed is None else removed[1]
         actual = self.adapter.remove(key, pinned)
-        self.agree(f"remove({key}, {set(pinned)})", lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
+        self.agree(lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
 
 
 def probe_divergence(implementation: Implementation) -> Divergence | None:
