@@ -1,0 +1,54 @@
+"""What every published certification of a third-party implementation (docs/certifications/)
+must still show, for the version installed (pyproject.toml pins it): its report names that
+version, every shrunk counterexample in it replays to the same divergence, a quick certification
+through its adapter fails, and its README cites only tests that check its rows. Each package's
+tests (tests/test_thirdparty_*.py) run these on its own folder, and skip where the package is not
+installed: the heavy ones are in the `thirdparty` extra, which CI does not install."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+from kvspec.adapters import load_adapter
+from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.report import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+CERTIFICATIONS = ROOT / "docs" / "certifications"
+
+
+def adapter_of(folder: str) -> str:
+    return f"python:{CERTIFICATIONS / folder / 'adapter.py'}:adapter"
+
+
+def published_report_replays(folder: str, package: str) -> None:
+    report = Report.model_validate_json((CERTIFICATIONS / folder / "report.json").read_text())
+    assert report.implementation["version"] == version(package) and not report.conforms
+    (verdict,) = report.policies
+    assert verdict.failures and all(failure.clauses for failure in verdict.failures)
+    for failure in verdict.failures:
+        if failure.replay_command is None:
+            assert failure.request == 0  # a configuration: no trace to replay
+            continue
+        command = shlex.split(failure.replay_command)
+        run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", *command[1:]], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300, env={**os.environ, "KVSPEC_CONTRACTS": "1"})
+        assert run.returncode == 3, run.stderr
+        assert f"(request {failure.request}): {', '.join(failure.clauses)}: " in run.stderr
+
+
+def quick_certification_fails(folder: str) -> None:
+    outcome = certify_policy(load_adapter(adapter_of(folder)), "s3fifo")
+    assert not outcome.conforms and all(finding.divergence is not None for finding in outcome.findings), outcome.message
+
+
+def readme_cites_only(folder: str, tests: set[str]) -> None:
+    """The README's table of causes names, for each row it does not show by the report, a test of ``tests`` that checks it."""
+    readme = (CERTIFICATIONS / folder / "README.md").read_text()
+    cited = {word.strip("`") for word in readme.split() if word.strip("`").startswith("test_")}
+    assert cited and cited <= tests, cited - tests
+    assert json.loads((CERTIFICATIONS / folder / "report.json").read_text())["adapter"] in readme
