@@ -37,11 +37,16 @@ from .protocol import (
 )
 
 
+def config_json(config: AdapterConfig) -> str:
+    """PROTO-7: the configuration as the configure request carries it."""
+    return json.dumps(asdict(config))
+
+
 def as_received(config: AdapterConfig) -> AdapterConfig:
     """PROTO-29: the configuration as an implementation in a process of its own receives it, every
     value a new object parsed from JSON (a NaN or infinite ratio too), never one of kvspec's own
     constants, which a comparison by identity (``policy is "lru"``) would match."""
-    return AdapterConfig(**json.loads(json.dumps(asdict(config))))
+    return AdapterConfig(**json.loads(config_json(config)))
 
 
 def wire_cost(cost: CostSample) -> WireCost:

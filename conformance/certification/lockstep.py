@@ -6,13 +6,12 @@ takes them from a trace file, with a Lockstep as the replay's Server. Both stop 
 Divergence.
 """
 
-import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import snapshot_of
+from kvspec.adapters.wire import config_json
 from kvspec.conformance.certification.diagnosis import (
     Diagnosis,
     accepted_wrongly,
@@ -113,9 +112,9 @@ class Lockstep:
             lambda: self.adapter.configure(config))
         if refused_by is not None and accepted:
             raise self.diverge(accepted_wrongly(config, refused_by),
-                               f"the configuration {as_sent(config)} must be refused, and the implementation accepted it", "refused", "accepted")
+                               f"the configuration {config_json(config)} must be refused, and the implementation accepted it", "refused", "accepted")
         if refused_by is None and not accepted:
-            raise self.diverge(refused_wrongly(self.adapter, config), f"the configuration {as_sent(config)} is valid, and the implementation refused it",
+            raise self.diverge(refused_wrongly(self.adapter, config), f"the configuration {config_json(config)} is valid, and the implementation refused it",
                                "accepted", "refused")
         return accepted
 
@@ -163,9 +162,3 @@ class Lockstep:
     def resident_count(self) -> int:
         """REPLAY-RESULT-4: the implementation's, which request() has checked against the reference's."""
         return self.adapter.resident_count()
-
-
-def as_sent(config: AdapterConfig) -> str:
-    """A configuration as the protocol's configure request carries it (PROTO-7), not as a Python
-    object: what the implementer's own code received."""
-    return json.dumps(dataclasses.asdict(config))
