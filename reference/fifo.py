@@ -4,7 +4,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
-from .queues import HashQueue, pop_head
+from .queues import HashQueue, pop_head, same_blocks
 from .validation import check_count
 
 
@@ -44,6 +44,7 @@ class FIFO:
     def empty(cls, capacity: int) -> "FIFO":
         return cls(check_count(capacity, 1, "REPLAY-CONF-1", "capacity"), OrderedDict())
 
+    blocks = same_blocks
     is_resident = is_resident
     access = access
 

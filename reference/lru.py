@@ -4,7 +4,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
-from .queues import HashQueue, pop_head, requeue
+from .queues import HashQueue, pop_head, requeue, same_blocks
 from .validation import check_count
 
 
@@ -43,6 +43,7 @@ class LRU:
     def empty(cls, capacity: int) -> "LRU":
         return cls(check_count(capacity, 1, "REPLAY-CONF-1", "capacity"), OrderedDict())
 
+    blocks = same_blocks
     is_resident = is_resident
     access = access
 

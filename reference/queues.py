@@ -38,3 +38,9 @@ def requeue(queue: dict[int, V], h: int, value: V) -> None:
     """REPLAY-QUEUE-3: move ``h`` from wherever it is to the tail, with ``value``."""
     del queue[h]
     queue[h] = value
+
+
+def same_blocks(cache: object, hash_ids: list[int]) -> list[int]:
+    """REPLAY-TRACE-4: a request's blocks are its hash ids, one block per position, the same hash
+    the same block wherever it occurs (a dialect may name them otherwise: DIALECT-REPLAY-3)."""
+    return hash_ids

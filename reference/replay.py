@@ -7,6 +7,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contracts import ensure, require, snapshot
+from .dialects import CANONICAL, Dialect, dialect_policy
 from .errors import ConfigError, TraceError
 from .fifo import FIFO
 from .lru import LRU
@@ -21,6 +22,7 @@ POLICIES: tuple[PolicyName, ...] = ("s3fifo", "lru", "fifo")
 class Policy(Protocol):
     """REPLAY-POLICY-1: what the replay needs of an eviction policy."""
 
+    def blocks(self, hash_ids: list[int]) -> list[int]: ...
     def is_resident(self, h: int) -> bool: ...
     def access(self, h: int) -> None: ...
     def resident_count(self) -> int: ...
@@ -36,6 +38,7 @@ class ReplayConfig:
     block_size: int = 512
     small_ratio: float = 0.1
     max_freq: int = 3
+    dialect: Dialect = CANONICAL  # DIALECT-1: the variation points the policy is replayed with
 
 
 def make_policy(config: ReplayConfig) -> Policy:
@@ -44,6 +47,8 @@ def make_policy(config: ReplayConfig) -> Policy:
     if config.policy not in POLICIES:
         raise ConfigError("REPLAY-CONF-3", f"policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
     check_count(config.block_size, 1, "REPLAY-CONF-2", "block_size")
+    if config.dialect:
+        return dialect_policy(config.policy, config.dialect, config.capacity, config.small_ratio, config.max_freq)
     if config.policy == "lru":
         return LRU.empty(config.capacity)
     if config.policy == "fifo":
@@ -107,8 +112,9 @@ def checked_total(path: str, line_number: int, total_prompt_tokens: int) -> int:
 @ensure(lambda OLD, result: OLD.first_resident or result == 0, "REPLAY-INV-3: a request whose first block is not resident hits 0")
 def scan_then_access(policy: Policy, hash_ids: list[int]) -> int:
     """REPLAY-PREFIX-3, REPLAY-ACCESS-1: scan the prefix, then access every block; k, the hit blocks."""
-    k = prefix_hit_blocks(hash_ids, policy.is_resident)  # REPLAY-PREFIX-3: before any access
-    for h in hash_ids:
+    blocks = policy.blocks(hash_ids)  # REPLAY-TRACE-4
+    k = prefix_hit_blocks(blocks, policy.is_resident)  # REPLAY-PREFIX-3: before any access
+    for h in blocks:
         policy.access(h)  # REPLAY-ACCESS-1: hit or miss, in order
     return k
 

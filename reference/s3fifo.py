@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .contracts import F, ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
-from .queues import Queue, pop_head
+from .queues import Queue, pop_head, same_blocks
 from .validation import INT64_MAX, check_count
 
 
@@ -239,6 +239,7 @@ class S3FIFO:
         """An empty cache (S3-QUEUE-1), its sizes derived by S3-CONF-1 to S3-CONF-6."""
         return cls(caps_for(capacity, small_ratio, max_freq), OrderedDict(), OrderedDict(), OrderedDict())
 
+    blocks = same_blocks
     is_resident = is_resident
     access = access
     state_invariants_hold = state_invariants_hold

@@ -96,6 +96,9 @@ class StoreCounter:
         self.policy = policy
         self.stored = 0
 
+    def blocks(self, hash_ids: list[int]) -> list[int]:
+        return self.policy.blocks(hash_ids)
+
     def is_resident(self, h: int) -> bool:
         return self.policy.is_resident(h)
 

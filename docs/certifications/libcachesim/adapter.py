@@ -7,10 +7,10 @@ of spec/replay.md.
 
 Each block is an object of one byte, so a capacity of N blocks is a cache of N bytes. The prefix
 scan asks ``find(request, update_cache=False)``, which changes nothing; each block is accessed
-with ``get``, which hits or inserts (evicting first). The cache is configured as close to the spec
-as its knobs allow: small_ratio as small_size_ratio, a ghost_size_ratio that gives the spec's
-ghost_cap (S3-CONF-4), and move_to_main_threshold 1, the spec's freq >= 1 (S3-ADMIT-S-2). It has
-no max_freq knob. hashpower 10 sizes the hash table for small caches; it changes no decision.
+with ``get``, which hits or inserts (evicting first). The cache is configured as its users get it:
+small_ratio as small_size_ratio, and the binding's defaults for every knob the spec's configuration
+does not carry (ghost_size_ratio 0.9, move_to_main_threshold 2; it has no max_freq), so that the
+dialect kvspec certifies it against, libcachesim (spec/dialects.md), is libCacheSim's own. hashpower 10 sizes the hash table for small caches; it changes no decision.
 The binding exposes no queues, so the adapter is at the results level.
 
 Where libCacheSim would end the process (S3FIFO_init aborts when the small or the main FIFO has 0
@@ -25,7 +25,6 @@ import libcachesim
 
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
-from kvspec.reference.s3fifo import small_cap_for
 
 UINT64 = (1 << 64) - 1  # libCacheSim's obj_id is unsigned; kvspec's hash ids are signed (F-9)
 
@@ -52,14 +51,7 @@ class LibCacheSimS3FIFO:
         if small_bytes < 1 or config.capacity - small_bytes < 1:
             raise ConfigRefused(f"Invalid cache size configuration: small_fifo={small_bytes} bytes, main_fifo={config.capacity - small_bytes} "
                                 "bytes (libCacheSim aborts here)")
-        main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
-        self.cache = libcachesim.S3FIFO(
-            cache_size=config.capacity,
-            hashpower=10,
-            small_size_ratio=config.small_ratio,
-            ghost_size_ratio=(max(main_cap, 0) + 0.5) / config.capacity,  # int(cache_size * ratio) == main_cap
-            move_to_main_threshold=1,
-        )
+        self.cache = libcachesim.S3FIFO(cache_size=config.capacity, hashpower=10, small_size_ratio=config.small_ratio)
         self.block_size = config.block_size
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:

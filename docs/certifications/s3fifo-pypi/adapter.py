@@ -5,11 +5,12 @@ driven through the longest-prefix replay of spec/replay.md.
 
 The package is a key-value cache, so the adapter supplies the replay: the prefix scan asks
 ``key in cache`` (which changes nothing), and each block is accessed as a cache-aside caller
-would, ``get`` and, on a miss, ``put``. The cache is configured as close to the spec as its knobs
-allow: capacity as maxsize, small_ratio as small_size_ratio, a ghost_size_ratio that gives the
-spec's ghost_cap (S3-CONF-4), and move_to_main_threshold 1, the spec's freq >= 1 (S3-ADMIT-S-2).
-It has no max_freq knob. The adapter is at the state level: it reads the queues from the cache's
-own ``_small``, ``_main`` and ``_ghost`` OrderedDicts, head first.
+would, ``get`` and, on a miss, ``put``. The cache is configured as its users get it: capacity as
+maxsize, small_ratio as small_size_ratio, and the package's defaults for every knob the spec's
+configuration does not carry (ghost_size_ratio 0.9, move_to_main_threshold 2; it has no max_freq),
+so that the dialect kvspec certifies it against, s3fifo-pypi (spec/dialects.md), is the package's
+own. The adapter is at the state level: it reads the queues from the cache's own ``_small``,
+``_main`` and ``_ghost`` OrderedDicts, head first.
 """
 
 from importlib.metadata import version
@@ -18,7 +19,6 @@ from s3fifo import S3FIFOCache
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
-from kvspec.reference.s3fifo import small_cap_for
 
 
 class S3fifoPackage:
@@ -34,13 +34,10 @@ class S3fifoPackage:
         self.cache = None
         if config.policy != "s3fifo":
             raise ConfigRefused("the package implements S3FIFO only")
-        try:  # the package's own checks first, so that what it refuses is its refusal, not the arithmetic below failing
-            S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio)
+        try:
+            self.cache = S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio)
         except ValueError as error:
             raise ConfigRefused(str(error)) from error
-        main_cap = config.capacity - small_cap_for(config.capacity, config.small_ratio)
-        ghost_ratio = (max(main_cap, 0) + 0.5) / config.capacity  # int(maxsize * ratio) == main_cap
-        self.cache = S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio, ghost_size_ratio=ghost_ratio, move_to_main_threshold=1)
         self.block_size = config.block_size
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:

@@ -1,0 +1,124 @@
+"""The variation points of spec/dialects.md, and the dialects of the implementations kvspec knows.
+
+A dialect is the canonical spec with a set of variation points (DIALECT-1); each variation point
+replaces the clauses it names with one alternative rule (DIALECT-2). The rules themselves are in
+s3fifo.py and baselines.py; this module only names them.
+"""
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Variation:
+    """One variation point: its id, its clause in spec/dialects.md, the policies it applies to, the
+    canonical clauses it replaces, the variation points it is defined on top of (DIALECT-3) and the
+    ones it cannot be combined with (DIALECT-4)."""
+
+    id: str
+    clause: str
+    policies: tuple[str, ...]
+    replaces: tuple[str, ...]
+    requires: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+
+
+S3 = ("s3fifo",)
+BASELINES = ("lru", "fifo")
+
+VARIATIONS = {v.id: v for v in (
+    Variation("small-cap-floor", "DIALECT-S3-1", S3, ("S3-CONF-2",)),
+    Variation("small-cap-min-1", "DIALECT-S3-2", S3, ("S3-CONF-5",)),
+    Variation("main-zero-all-main", "DIALECT-S3-3", S3, ("S3-CONF-5", "S3-ACCESS-4"), excludes=("main-zero-drop",)),
+    Variation("main-zero-drop", "DIALECT-S3-4", S3, ("S3-CONF-5", "S3-ADMIT-M-4"), excludes=("main-zero-all-main",)),
+    Variation("small-ratio-open", "DIALECT-S3-5", S3, ("S3-CONF-1",)),
+    Variation("ghost-cap-0.9", "DIALECT-S3-6", S3, ("S3-CONF-4",), excludes=("ghost-cap-capacity",)),
+    Variation("ghost-cap-capacity", "DIALECT-S3-7", S3, ("S3-CONF-4",), excludes=("ghost-cap-0.9",)),
+    Variation("max-freq-min-1", "DIALECT-S3-8", S3, ("S3-CONF-6",), excludes=("freq-unsaturated",)),
+    Variation("promote-at-2", "DIALECT-S3-9", S3, ("S3-ADMIT-S-2", "S3-ADMIT-S-3")),
+    Variation("promote-freq-reset", "DIALECT-S3-10", S3, ("S3-ADMIT-S-2",), excludes=("promote-freq-minus-1",)),
+    Variation("promote-freq-minus-1", "DIALECT-S3-11", S3, ("S3-ADMIT-S-2",), excludes=("promote-freq-reset",)),
+    Variation("main-victim-forgotten", "DIALECT-S3-12", S3, ("S3-ADMIT-M-3",)),
+    Variation("freq-unsaturated", "DIALECT-S3-13", S3, ("S3-FREQ-1", "S3-FREQ-2", "S3-ADMIT-M-2", "S3-CONF-6"), excludes=("max-freq-min-1",)),
+    Variation("global-eviction", "DIALECT-S3-14", S3, ("S3-ADMIT-S-1", "S3-ADMIT-M-1", "S3-INV-1", "S3-INV-2")),
+    Variation("new-to-main-until-first-eviction", "DIALECT-S3-15", S3, ("S3-ACCESS-4",), requires=("global-eviction",)),
+    Variation("ghost-ignored", "DIALECT-S3-16", S3, ("S3-ACCESS-3",)),
+    Variation("small-refuses-own-size", "DIALECT-S3-17", S3, ("S3-ACCESS-4",)),
+    Variation("capacity-0-empty", "DIALECT-REPLAY-1", BASELINES, ("REPLAY-CONF-1",), excludes=("capacity-nonpositive-empty",)),
+    Variation("capacity-nonpositive-empty", "DIALECT-REPLAY-2", BASELINES, ("REPLAY-CONF-1",), excludes=("capacity-0-empty",)),
+    Variation("path-ids", "DIALECT-REPLAY-3", BASELINES, ("REPLAY-TRACE-4",)),
+    Variation("lru-evict-leaves", "DIALECT-LRU-1", ("lru",), ("LRU-EVICT-1",), requires=("path-ids",)),
+    Variation("lru-protect-request", "DIALECT-LRU-2", ("lru",), ("LRU-EVICT-1",), requires=("path-ids",)),
+    Variation("lru-admit-under-parent", "DIALECT-LRU-3", ("lru",), ("LRU-ADMIT-1",), requires=("path-ids",)),
+)}
+
+# DIALECT-5: each known implementation's dialect, policy by policy, with the package's defaults for
+# every knob kvspec's configuration does not carry (the adapters in docs/certifications/ leave them so).
+KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "libcachesim": {
+        "s3fifo": ("small-cap-floor", "ghost-cap-0.9", "promote-at-2", "promote-freq-reset", "main-victim-forgotten",
+                   "freq-unsaturated", "global-eviction", "new-to-main-until-first-eviction", "small-refuses-own-size"),
+        "lru": ("capacity-0-empty",),
+        "fifo": ("capacity-0-empty",),
+    },
+    "s3fifo-pypi": {
+        "s3fifo": ("small-cap-floor", "small-cap-min-1", "main-zero-all-main", "ghost-cap-0.9", "promote-at-2",
+                   "main-victim-forgotten", "freq-unsaturated", "global-eviction", "new-to-main-until-first-eviction", "ghost-ignored"),
+    },
+    "s3fifo-cache": {
+        "s3fifo": ("small-cap-floor", "small-cap-min-1", "small-ratio-open", "main-zero-drop", "ghost-cap-capacity",
+                   "promote-freq-minus-1", "main-victim-forgotten", "max-freq-min-1"),
+    },
+    "kvcache-simulator": {
+        "lru": ("capacity-nonpositive-empty", "path-ids", "lru-evict-leaves", "lru-protect-request", "lru-admit-under-parent"),
+        "fifo": ("capacity-nonpositive-empty", "path-ids"),
+    },
+}
+
+Dialect = frozenset[str]
+CANONICAL: Dialect = frozenset()
+
+
+def dialect_problem(policy: str, variations: frozenset[str]) -> str | None:
+    """DIALECT-2 to DIALECT-4: why these variation points do not make a dialect of ``policy``, or None."""
+    for v in sorted(variations):
+        if v not in VARIATIONS:
+            return f"unknown variation point {v!r}; known: {', '.join(VARIATIONS)}"
+        variation = VARIATIONS[v]
+        if policy not in variation.policies:
+            return f"{v} is a variation point of {' and '.join(variation.policies)}, not of {policy}"
+        missing = [r for r in variation.requires if r not in variations]
+        if missing:
+            return f"{v} is defined on top of {', '.join(missing)}, which is not in the dialect"
+        clashes = [x for x in variation.excludes if x in variations]
+        if clashes:
+            return f"{v} and {', '.join(clashes)} replace the same rule differently"
+    return None
+
+
+def dialect_for(policy: str, name: str | None = None, variations: tuple[str, ...] = ()) -> Dialect:
+    """DIALECT-5: a named implementation's dialect of ``policy``, with further variation points; a
+    ConfigError citing DIALECT-2 to DIALECT-5 for a name or set that does not make one."""
+    chosen = set(variations)
+    if name is not None:
+        if name not in KNOWN_DIALECTS:
+            raise ConfigError("DIALECT-5", f"unknown dialect {name!r}; known: {', '.join(KNOWN_DIALECTS)}")
+        if policy not in KNOWN_DIALECTS[name]:
+            raise ConfigError("DIALECT-5", f"{name} has no {policy} dialect; it has {', '.join(KNOWN_DIALECTS[name])}")
+        chosen.update(KNOWN_DIALECTS[name][policy])
+    dialect = frozenset(chosen)
+    problem = dialect_problem(policy, dialect)
+    if problem is not None:
+        raise ConfigError("DIALECT-2", problem)
+    return dialect
+
+
+def in_catalogue_order(dialect: Dialect) -> list[str]:
+    """The variation points in the order spec/dialects.md lists them."""
+    return [v for v in VARIATIONS if v in dialect]
+
+
+def replaced_clauses(dialect: Dialect) -> list[str]:
+    """The canonical clauses a dialect replaces, each once, in catalogue order."""
+    return list(dict.fromkeys(c for v in in_catalogue_order(dialect) for c in VARIATIONS[v].replaces))
