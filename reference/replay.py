@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contracts import ensure, require, snapshot
-from .dialects import CANONICAL, Dialect, dialect_policy
+from .dialects import CANONICAL, Dialect, dialect_policy, in_catalogue_order
 from .errors import ConfigError, TraceError
 from .fifo import FIFO
 from .lru import LRU
@@ -172,6 +172,7 @@ class ReplayResult(BaseModel):
     total_prompt_tokens: int = Field(ge=0, le=INT64_MAX)
     final_cache_blocks: int = Field(ge=0, le=INT64_MAX)
     cache_capacity_blocks: int = Field(ge=1, le=INT64_MAX)
+    dialect: list[str] | None = None  # DIALECT-6: the variation points, in spec/dialects.md's order; absent when canonical
     per_request: list[RequestResult] | None
 
 
@@ -236,5 +237,6 @@ def replay(
         total_prompt_tokens=total_prompt_tokens,
         final_cache_blocks=server.resident_count(),  # REPLAY-RESULT-4
         cache_capacity_blocks=config.capacity,
+        dialect=in_catalogue_order(config.dialect) or None,
         per_request=lines,
     )

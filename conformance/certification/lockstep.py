@@ -9,13 +9,14 @@ Divergence.
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused
+from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import snapshot_of
 from kvspec.adapters.wire import config_json
 from kvspec.conformance.certification.diagnosis import (
     Diagnosis,
     accepted_wrongly,
     consistent,
+    eviction_clauses,
     hit_token_diagnosis,
     named,
     own,
@@ -26,6 +27,7 @@ from kvspec.conformance.certification.diagnosis import (
     results_diagnosis,
 )
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
 from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
 
 T = TypeVar("T")
@@ -91,14 +93,31 @@ def offered_to_both(build: Callable[[], T], configure: Callable[[], None]) -> tu
     return reference, refused_by, True
 
 
-class Lockstep:
-    """``adapter`` and the reference, on one configuration."""
+def reference_policy(config: AdapterConfig, dialect: Dialect = CANONICAL) -> Policy:
+    """The reference's cache for a configuration an implementation is given (DIALECT-1: in ``dialect``)."""
+    return make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq, dialect))
 
-    def __init__(self, adapter: Adapter, config: AdapterConfig) -> None:
+
+def dialect_diagnosis(policy: str, dialect: Dialect) -> Diagnosis:
+    """Against a dialect, the diagnoses (written for the canonical rules) do not apply: the
+    difference is consistent with any rule that decides residency in it."""
+    clauses = [*eviction_clauses(policy), *(VARIATIONS[v].clause for v in in_catalogue_order(dialect))]
+    return consistent(*clauses, evidence=f"; against the dialect {', '.join(in_catalogue_order(dialect))}")
+
+
+class Lockstep:
+    """``adapter`` and the reference (in ``dialect``), on one configuration."""
+
+    def __init__(self, adapter: Adapter, config: AdapterConfig, dialect: Dialect = CANONICAL) -> None:
         self.adapter = adapter
         self.config = config
+        self.dialect = dialect
         self.reference: Policy | None = None
         self.trace: list[tuple[list[int], int]] = []
+
+    def diagnosed(self, canonical: Callable[[], Diagnosis]) -> Diagnosis:
+        """The canonical rules' diagnosis, or (in a dialect) dialect_diagnosis, without the work of the other."""
+        return dialect_diagnosis(self.config.policy, self.dialect) if self.dialect else canonical()
 
     def diverge(self, diagnosis: Diagnosis, detail: str, expected: object, actual: object) -> Divergence:
         return Divergence(diagnosis.clauses, detail + diagnosis.evidence, request=len(self.trace), expected=expected, actual=actual,
@@ -107,15 +126,14 @@ class Lockstep:
     def configure(self) -> bool:
         """Configure both; True if both accepted, False if both refused (REPLAY-CONF-1, S3-CONF-5)."""
         config = self.config
-        self.reference, refused_by, accepted = offered_to_both(
-            lambda: make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)),
-            lambda: self.adapter.configure(config))
+        self.reference, refused_by, accepted = offered_to_both(lambda: reference_policy(config, self.dialect),
+                                                               lambda: self.adapter.configure(config))
         if refused_by is not None and accepted:
-            raise self.diverge(accepted_wrongly(config, refused_by),
+            raise self.diverge(named(refused_by) if self.dialect else accepted_wrongly(config, refused_by),
                                f"the configuration {config_json(config)} must be refused, and the implementation accepted it", "refused", "accepted")
         if refused_by is None and not accepted:
-            raise self.diverge(refused_wrongly(self.adapter, config), f"the configuration {config_json(config)} is valid, and the implementation refused it",
-                               "accepted", "refused")
+            raise self.diverge(self.diagnosed(lambda: refused_wrongly(self.adapter, config)),
+                               f"the configuration {config_json(config)} is valid, and the implementation refused it", "accepted", "refused")
         return accepted
 
     def request(self, hash_ids: list[int], input_length: int) -> int:
@@ -125,22 +143,17 @@ class Lockstep:
         assert reference is not None, "configure() accepted no configuration"
         self.trace.append((hash_ids, input_length))
         where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
-        expected = hit_tokens(prefix_hit_blocks(hash_ids, reference.is_resident), config.block_size, input_length)
+        blocks = reference.blocks(hash_ids)
+        expected = hit_tokens(prefix_hit_blocks(blocks, reference.is_resident), config.block_size, input_length)
         state_level = adapter.level == "state"
         before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
         actual = adapter.hit_tokens(hash_ids, input_length)
         if actual != expected:
-            if before is not None:  # read against the implementation's own queues
-                resident = {h for h, _ in before.small + before.main}
-                diagnosis = hit_token_diagnosis(config, (hash_ids, input_length), resident, before.ghost, actual) or consistent(
-                    *own(config.policy, ["REPLAY-PREFIX-1", "REPLAY-HIT-1", "S3-QUEUE-3"]), evidence="; its own queues give its answer")
-            else:
-                diagnosis = results_diagnosis(adapter, config, self.trace, actual, None)
-            raise self.diverge(diagnosis, f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
+            raise self.diverge(self.diagnosed(lambda: self.hit_token_diagnosis(before, actual)), f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
         if before is not None and adapter.snapshot() != before:
             raise self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
                                adapter.snapshot())
-        for h in hash_ids:
+        for h in blocks:
             reference.access(h)
         adapter.access(hash_ids)
         queues = adapter.snapshot() if before is not None else None
@@ -148,16 +161,23 @@ class Lockstep:
             assert before is not None
             spec_after = snapshot_of(reference)
             if queues != spec_after:
-                diagnosis = queue_diagnosis(config, (hash_ids, input_length), before, spec_after, queues)
+                diagnosis = self.diagnosed(lambda: queue_diagnosis(config, (hash_ids, input_length), before, spec_after, queues))
                 raise self.diverge(diagnosis, f"after {where}: {queue_difference(spec_after, queues)}", spec_after, queues)
         want, got = reference.resident_count(), adapter.resident_count()
         if want != got:
-            if queues is not None:
-                diagnosis = resident_count_diagnosis(config, queues, got)
-            else:
-                diagnosis = results_diagnosis(adapter, config, self.trace, None, got)
+            diagnosis = self.diagnosed(lambda: resident_count_diagnosis(config, queues, got) if queues is not None
+                                       else results_diagnosis(adapter, config, self.trace, None, got))
             raise self.diverge(diagnosis, f"after {where}: expected {want} resident blocks, got {got}", want, got)
         return actual
+
+    def hit_token_diagnosis(self, before: Snapshot | None, actual: int) -> Diagnosis:
+        """Hit tokens that differ: read against the implementation's own queues where it shows them."""
+        config, (hash_ids, input_length) = self.config, self.trace[-1]
+        if before is None:
+            return results_diagnosis(self.adapter, config, self.trace, actual, None)
+        resident = {h for h, _ in before.small + before.main}
+        return hit_token_diagnosis(config, (hash_ids, input_length), resident, before.ghost, actual) or consistent(
+            *own(config.policy, ["REPLAY-PREFIX-1", "REPLAY-HIT-1", "S3-QUEUE-3"]), evidence="; its own queues give its answer")
 
     def resident_count(self) -> int:
         """REPLAY-RESULT-4: the implementation's, which request() has checked against the reference's."""

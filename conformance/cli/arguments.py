@@ -16,6 +16,7 @@ from kvspec.conformance.cli.spool import Spool, write_result
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.measurement.sweep import Sweep
 from kvspec.reference import KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
+from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 from kvspec.reference.trace import STDIN, TraceRecord
 
 DEFAULTS = ReplayConfig()  # REPLAY-CONF-1 to REPLAY-CONF-3, S3-CONF-1, S3-CONF-6
@@ -87,6 +88,28 @@ def add_config(command: argparse.ArgumentParser) -> None:
                          help=f"S3FIFO: frequency ceiling (default: {DEFAULTS.max_freq})")
 
 
+def variation_ids(text: str) -> tuple[str, ...]:
+    """--variation's comma-separated ids, each a variation point of spec/dialects.md (DIALECT-2)."""
+    ids = tuple(v.strip() for v in text.split(","))
+    unknown = [v for v in ids if v not in VARIATIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"DIALECT-2: unknown variation point {unknown[0]!r}; known: {', '.join(VARIATIONS)}")
+    return ids
+
+
+def add_dialect(command: argparse.ArgumentParser, what: str) -> None:
+    """--dialect and --variation (spec/dialects.md): the reference as a known implementation runs it, or any set of variation points."""
+    command.add_argument("--dialect", metavar="NAME", choices=tuple(KNOWN_DIALECTS),
+                         help=f"{what} the dialect of a known implementation ({', '.join(KNOWN_DIALECTS)}; spec/dialects.md)")
+    command.add_argument("--variation", metavar="V1,V2", type=variation_ids, action="extend", default=[],
+                         help=f"{what} these variation points of spec/dialects.md, alone or on top of --dialect")
+
+
+def dialect_of(args: argparse.Namespace, policy: str) -> Dialect:
+    """The dialect --dialect and --variation name for ``policy`` (DIALECT-2 to DIALECT-5)."""
+    return dialect_for(policy, args.dialect, tuple(args.variation))
+
+
 def add_capacity(command: argparse.ArgumentParser, repeatable: bool, help: str) -> None:
     """--capacity, in blocks wherever it is given (a byte budget is --capacity-bytes)."""
     command.add_argument("--capacity", dest="capacities" if repeatable else "capacity", metavar="BLOCKS",
@@ -148,8 +171,10 @@ def summary(result: ReplayResult) -> str:
     )
 
 
-def base_config(args: argparse.Namespace, policy: str = DEFAULTS.policy, capacity: int = DEFAULTS.capacity) -> ReplayConfig:
-    return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio, max_freq=args.max_freq)  # type: ignore[arg-type]
+def base_config(args: argparse.Namespace, policy: str = DEFAULTS.policy, capacity: int = DEFAULTS.capacity,
+                dialect: Dialect = CANONICAL) -> ReplayConfig:
+    return ReplayConfig(policy=policy, capacity=capacity, block_size=args.block_size, small_ratio=args.small_ratio,  # type: ignore[arg-type]
+                        max_freq=args.max_freq, dialect=dialect)
 
 
 

@@ -16,9 +16,11 @@ from kvspec.conformance.cli.arguments import (
     add_adapter,
     add_capacity,
     add_config,
+    add_dialect,
     add_output,
     add_trace,
     base_config,
+    dialect_of,
     open_trace,
     subcommand,
     summary,
@@ -42,6 +44,7 @@ def add(commands: Any) -> None:
     run.add_argument("--policy", choices=POLICIES, default=DEFAULTS.policy, help=f"eviction policy (default: {DEFAULTS.policy})")
     add_capacity(run, False, f"cache capacity in blocks (default: {DEFAULTS.capacity})")
     add_config(run)
+    add_dialect(run, "replay")
     add_output(run, "write the JSON here instead of stdout")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
     add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
@@ -52,7 +55,7 @@ def add(commands: Any) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     trace = open_trace(args.trace)
     records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
-    config = base_config(args, args.policy, args.capacity)
+    config = base_config(args, args.policy, args.capacity, dialect_of(args, args.policy))
     with Spool() if args.per_request else nullcontext() as spool:
         if args.adapter is None:
             result = replay(records, config, path=trace.path, sink=spool)
@@ -91,7 +94,8 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
         return f"kvspec: {implementation.spec} does not conform, at its start: {failure.clause}: {failure}"
     name = adapter.identity.name
     try:
-        lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
+        lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq),
+                            config.dialect)
         lockstep.configure()
         result = replay(numbered(), config, path=path, server=lockstep, sink=sink)
     except Divergence as divergence:

@@ -80,20 +80,20 @@ Dialect = frozenset[str]
 CANONICAL: Dialect = frozenset()
 
 
-def dialect_problem(policy: str, variations: frozenset[str]) -> str | None:
+def dialect_problem(policy: str, variations: frozenset[str]) -> ConfigError | None:
     """DIALECT-2 to DIALECT-4: why these variation points do not make a dialect of ``policy``, or None."""
     for v in sorted(variations):
         if v not in VARIATIONS:
-            return f"unknown variation point {v!r}; known: {', '.join(VARIATIONS)}"
+            return ConfigError("DIALECT-2", f"unknown variation point {v!r}; known: {', '.join(VARIATIONS)}")
         variation = VARIATIONS[v]
         if policy not in variation.policies:
-            return f"{v} is a variation point of {' and '.join(variation.policies)}, not of {policy}"
+            return ConfigError("DIALECT-2", f"{v} is a variation point of {' and '.join(variation.policies)}, not of {policy}")
         missing = [r for r in variation.requires if r not in variations]
         if missing:
-            return f"{v} is defined on top of {', '.join(missing)}, which is not in the dialect"
+            return ConfigError("DIALECT-3", f"{v} is defined on top of {', '.join(missing)}, which is not in the dialect")
         clashes = [x for x in variation.excludes if x in variations]
         if clashes:
-            return f"{v} and {', '.join(clashes)} replace the same rule differently"
+            return ConfigError("DIALECT-4", f"{v} and {', '.join(clashes)} replace the same rule differently")
     return None
 
 
@@ -110,7 +110,7 @@ def dialect_for(policy: str, name: str | None = None, variations: tuple[str, ...
     dialect = frozenset(chosen)
     problem = dialect_problem(policy, dialect)
     if problem is not None:
-        raise ConfigError("DIALECT-2", problem)
+        raise problem
     return dialect
 
 
