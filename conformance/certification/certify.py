@@ -23,6 +23,7 @@ from kvspec.conformance.certification.machine import machine_for, probe_divergen
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import BenefitConfig
+from kvspec.reference.dialects import CANONICAL, Dialect
 
 PROFILES = {
     # CI: a few seconds an adapter kind; catches every mutant of the gallery.
@@ -45,11 +46,13 @@ class Finding:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One policy's verdict: a shrunk failure for each check that failed, the earliest first."""
+    """One policy's verdict against a dialect (DIALECT-7; the canonical spec when empty): a shrunk
+    failure for each check that failed, the earliest first."""
 
     policy: str
     examples_per_second: float
     findings: tuple[Finding, ...] = ()
+    dialect: Dialect = CANONICAL
 
     @property
     def conforms(self) -> bool:
@@ -61,7 +64,7 @@ class Outcome:
 
 
 def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0,
-                   pins: Pins = Pins()) -> Outcome:
+                   pins: Pins = Pins(), dialect: Dialect = CANONICAL) -> Outcome:
     """Certify ``implementation`` on ``policy``. Each check that fails (a configuration, the hit
     tokens, the scan's side effects, the queues, the resident count, a fault: each raises from its
     own line) is shrunk on its own, as Hypothesis does for distinct failures.
@@ -71,14 +74,15 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     implementation so that the other findings replay. A failing example is always replayed on a
     fresh implementation. An implementation that still fails one way and then another is a finding
     too, never an error of kvspec's. Where the machine found nothing, the probes it cannot be sure
-    to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed."""
+    to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed.
+    DIALECT-7: the reference replays in ``dialect``."""
     implementation = Implementation.of(implementation)
-    reset = reset_finding(implementation, policy, pins)
+    reset = reset_finding(implementation, policy, pins, dialect)
     fresh = reset is not None
     if policy == "benefit":
         machine = seed(seed_value)(benefit_machine_for(implementation, fresh))
     else:
-        machine = seed(seed_value)(machine_for(implementation, policy, pins, fresh))
+        machine = seed(seed_value)(machine_for(implementation, policy, pins, fresh, dialect))
     chosen = settings(
         PROFILES[profile],
         deadline=None,
@@ -104,10 +108,10 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
     if not found:
-        probed = benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins)
+        probed = benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins, dialect)
         if probed is not None:
             found.append(finding(probed, []))
-    return Outcome(policy, rate, tuple(sorted(found, key=earliest)))
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect)
 
 
 @contextmanager
@@ -146,10 +150,10 @@ def nondeterministic(first: Divergence | None, reported: list[str]) -> Finding:
     return Finding(str(divergence), "\n".join(reported), divergence)
 
 
-def reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Finding | None:
+def reset_finding(implementation: Implementation, policy: str, pins: Pins, dialect: Dialect = CANONICAL) -> Finding | None:
     """PROTO-7, PROTO-20: a configure that does not reset, found by configuring twice alike. A
     fault on the way is left for the machine to find, shrink and report."""
-    config = benefit_probe_config() if policy == "benefit" else replay_probe_config(policy, pins)
+    config = benefit_probe_config() if policy == "benefit" else replay_probe_config(policy, pins, dialect)
     try:
         difference = reset_difference(implementation.current(), config)
     except AdapterFailure:
@@ -157,13 +161,13 @@ def reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Fi
     return None if difference is None else Finding(str(difference), "", difference)
 
 
-def replay_probe_config(policy: str, pins: Pins) -> AdapterConfig:
-    """The smallest cache from 6 blocks up that the spec accepts with the pinned knobs."""
+def replay_probe_config(policy: str, pins: Pins, dialect: Dialect = CANONICAL) -> AdapterConfig:
+    """The smallest cache from 6 blocks up that the spec (in ``dialect``) accepts with the pinned knobs."""
     ratio = 0.5 if pins.small_ratio is None else pins.small_ratio
     max_freq = 3 if pins.max_freq is None else pins.max_freq
     for capacity in itertools.chain(range(6, 64), (2**k for k in range(6, 63))):
         try:
-            make_policy(ReplayConfig(policy, capacity, 1, ratio, max_freq))  # type: ignore[arg-type]
+            make_policy(ReplayConfig(policy, capacity, 1, ratio, max_freq, dialect))  # type: ignore[arg-type]
         except ConfigError:
             continue
         return AdapterConfig(policy, capacity, 1, ratio, max_freq)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from kvspec.conformance.certification.faults import Located, Location, Unshrinka
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.certification.strategies import now_and_then
 from kvspec.conformance.core.workloads import ID_NUMBERINGS, Conversations, Pins, Probe, long_queues, pinned, smallest_capacity
+from kvspec.reference.dialects import CANONICAL, Dialect
 from kvspec.reference.validation import INT64_MAX
 
 # Whole-domain values of each knob, the refused ones included (REPLAY-CONF-1, REPLAY-CONF-2,
@@ -104,12 +105,12 @@ def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[P
     return offered + [probe for probe in [long_queues(policy, pins)] if probe is not None]
 
 
-def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins()) -> Divergence | None:
+def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins(), dialect: Dialect = CANONICAL) -> Divergence | None:
     """The probes, in order, on the running implementation (a fresh one after a failure): the first
     Divergence (a Fault where the implementation failed), or None."""
     for probe in probes(policy, pins, implementation.in_process):
         try:
-            send(implementation, probe)
+            send(implementation, probe, dialect)
         except Unshrinkable as stop:
             return stop.fault
         except Divergence as divergence:
@@ -117,10 +118,10 @@ def probe_divergence(implementation: Implementation, policy: str, pins: Pins = P
     return None
 
 
-def send(implementation: Implementation, probe: Probe) -> None:
+def send(implementation: Implementation, probe: Probe, dialect: Dialect = CANONICAL) -> None:
     """Offer the probe's configuration to both, and its requests if both accept it."""
     adapter = started(implementation, False)
-    lockstep = Lockstep(adapter, probe.config)  # type: ignore[arg-type]
+    lockstep = Lockstep(adapter, probe.config, dialect)  # type: ignore[arg-type]
     lockstep.adapter = Located(adapter, lambda: location(lockstep))  # type: ignore[assignment]
     if lockstep.configure():
         for hash_ids in probe.requests:
@@ -133,6 +134,7 @@ class CertificationMachine(RuleBasedStateMachine):
     implementation: Implementation
     policy: str
     pins: Pins = Pins()
+    dialect: Dialect = CANONICAL  # DIALECT-7: the reference's dialect
     fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     non_finite_ratios: bool = False  # an in-process implementation can be sent a NaN or infinite small_ratio
     examples: int = 0  # how many examples (configurations up to an accepted one, and its requests) have started
@@ -153,7 +155,7 @@ class CertificationMachine(RuleBasedStateMachine):
     def next_configuration(self, data: st.DataObject) -> None:
         """One configuration, to both (Lockstep.configure); the lockstep if both accepted it."""
         config = data.draw(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios), label="config")
-        self.started = lockstep = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), config)
+        self.started = lockstep = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), config, self.dialect)
         if lockstep.configure():
             self.lockstep = lockstep
 
@@ -224,9 +226,10 @@ def started(implementation: Implementation, fresh: bool) -> object:
         raise located(failure, Location("at its start")) from None
 
 
-def machine_for(implementation: Implementation, policy: str, pins: Pins = Pins(), fresh_each_example: bool = False) -> type[CertificationMachine]:
-    """A machine class that certifies ``implementation`` on ``policy``, with ``pins`` held fixed. Only
-    an in-process implementation is sent non-finite ratios: JSON has no number for them."""
+def machine_for(implementation: Implementation, policy: str, pins: Pins = Pins(), fresh_each_example: bool = False,
+                dialect: Dialect = CANONICAL) -> type[CertificationMachine]:
+    """A machine class that certifies ``implementation`` on ``policy`` (in ``dialect``), with ``pins``
+    held fixed. Only an in-process implementation is sent non-finite ratios: JSON has no number for them."""
     attributes = {"implementation": implementation, "policy": policy, "pins": pins, "fresh_each_example": fresh_each_example,
-                  "non_finite_ratios": implementation.in_process}
+                  "non_finite_ratios": implementation.in_process, "dialect": dialect}
     return type(f"Certify{policy.upper()}", (CertificationMachine,), attributes)

@@ -13,6 +13,7 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
+from kvspec.conformance.certification.dialect_search import Search
 from kvspec.conformance.certification.lockstep import Divergence
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.core.workloads import Pins
@@ -20,6 +21,7 @@ from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import canonical
 from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.reference import SPEC_VERSION
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
 # The clauses the certification machine checks (conformance/certification/lockstep.py and diagnosis.py cite
@@ -67,12 +69,29 @@ class Failure(BaseModel):
     steps: str = Field(description="the shrunk counterexample's steps as Hypothesis reported them")
 
 
+class FoundDialect(BaseModel):
+    """DIALECT-8: what `kvspec certify --find-dialect` found (spec/dialects.md section 6)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    dialect: list[str] | None = Field(description="the variation points of the dialect found, in spec/dialects.md's order, under which the "
+                                      "implementation conforms and none of which can be left out; null when no set of them explains it")
+    replaces: list[str] = Field(description="the canonical clauses those variation points replace")
+    failing_examples: int = Field(ge=0, description="the shrunk examples that failed along the way and guided the search: its evidence, "
+                                  "each of which the dialect found replays alike")
+    certifications: int = Field(ge=0, description="the certifications the search ran after the first (one for each variation point added, "
+                                "and one for each tried out at the end)")
+    seconds: float = Field(ge=0, description="the search's wall-clock time, the first certification excluded")
+
+
 class PolicyVerdict(BaseModel):
     """One policy's verdict (PROTO-30)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
     policy: Literal["s3fifo", "lru", "fifo", "benefit"] = Field(description="the policy certified (PROTO-6)")
+    dialect: list[str] = Field(default_factory=list, description="DIALECT-7: the variation points of the dialect certified against, in "
+                               "spec/dialects.md's order; empty: the canonical spec")
     conforms: bool = Field(description="true when the run found no failure for this policy")
     examples_per_second: float = Field(description="the examples the run tried, per second of its wall-clock time")
     clauses: dict[str, Verdict] = Field(
@@ -81,6 +100,8 @@ class PolicyVerdict(BaseModel):
         "was neither shown broken nor checked throughout"
     )
     failures: list[Failure] = Field(description="one shrunk counterexample for each check that failed, the earliest first")
+    found: FoundDialect | None = Field(default=None, description="with --find-dialect, when the policy does not conform: the dialect "
+                                       "found for it (DIALECT-8)")
 
 
 class Report(BaseModel):
@@ -106,9 +127,13 @@ class Report(BaseModel):
     policies: list[PolicyVerdict] = Field(description="one verdict for each policy certified")
 
 
-def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...]) -> dict[str, Verdict]:
+def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...], dialect: Dialect = CANONICAL) -> dict[str, Verdict]:
+    """The clauses a policy's run checks: the replay's and its own, in ``dialect`` (DIALECT-2: its
+    variation points' clauses in place of those they replace)."""
     replay = policy != "benefit"
-    relevant = [c for c in CHECKED_CLAUSES if c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))]
+    replaced = replaced_clauses(dialect)
+    relevant = [c for c in CHECKED_CLAUSES if (c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))) and c not in replaced]
+    relevant += [VARIATIONS[v].clause for v in in_catalogue_order(dialect)]
     return {clause: "pass" if conforms else "fail" if clause in failed else "inconclusive" for clause in relevant}
 
 
@@ -204,16 +229,26 @@ def shown_broken(outcome: Outcome) -> tuple[str, ...]:
     return tuple(c for f in outcome.findings if f.divergence for c in f.divergence.clauses if c not in f.divergence.consistent_with)
 
 
+def found_dialect(search: Search) -> FoundDialect:
+    return FoundDialect(dialect=None if search.dialect is None else in_catalogue_order(search.dialect),
+                        replaces=[] if search.dialect is None else replaced_clauses(search.dialect), failing_examples=len(search.evidence),
+                        certifications=search.certifications, seconds=round(search.seconds, 1))
+
+
 def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
-                 outcomes: list[Outcome], faults: list[Finding], directory: Path) -> Report:
-    """``adapter`` None: the implementation failed at its start, and ``faults`` says how."""
+                 outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None) -> Report:
+    """``adapter`` None: the implementation failed at its start, and ``faults`` says how. ``searches``:
+    the dialect found for each policy that did not conform (--find-dialect)."""
+    searches = searches or {}
     verdicts = [
         PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
+            dialect=in_catalogue_order(outcome.dialect),
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
-            clauses=clauses_for(outcome.policy, outcome.conforms, shown_broken(outcome)),
+            clauses=clauses_for(outcome.policy, outcome.conforms, shown_broken(outcome), outcome.dialect),
             failures=[failure_of(adapter_spec, outcome.policy, n, f, directory) for n, f in enumerate(outcome.findings, start=1)],
+            found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
         )
         for outcome in outcomes
     ]
@@ -245,8 +280,12 @@ def markdown(report: Report) -> str:
     for fault in report.faults:
         lines += ["```", fault.message, "```", ""]
     for verdict in report.policies:
-        lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}", "",
-                  f"{verdict.examples_per_second:.1f} examples a second.", "", "| clause | result |", "|---|---|"]
+        against = f" to the dialect {', '.join(verdict.dialect)}" if verdict.dialect else ""
+        lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}{against}", "",
+                  f"{verdict.examples_per_second:.1f} examples a second.", ""]
+        if verdict.found is not None:
+            lines += [found_line(verdict.found), ""]
+        lines += ["| clause | result |", "|---|---|"]
         lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
         for number, failure in enumerate(verdict.failures, start=1):
             fault = all(clause.startswith("PROTO-") for clause in failure.clauses)  # it failed, rather than answered otherwise
@@ -262,6 +301,16 @@ def markdown(report: Report) -> str:
             lines += ["", "```", failure.message, "", failure.steps, "```"]
         lines.append("")
     return "\n".join(lines)
+
+
+def found_line(found: FoundDialect) -> str:
+    """DIALECT-8, as the report says it."""
+    cost = (f"found from {plural(found.failing_examples, 'failing example')} with {plural(found.certifications, 'more certification')} "
+            f"in {found.seconds:.1f} s")
+    if found.dialect is None:
+        return f"No set of variation points of spec/dialects.md explains it ({cost}); the first failure below is where it departs from the spec."
+    return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect "
+            f"({cost}).")
 
 
 def clause_line(failure: Failure) -> str:

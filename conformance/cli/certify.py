@@ -7,12 +7,21 @@ from typing import Any
 from kvspec.adapters import Implementation, Started
 from kvspec.adapters.interface import AdapterFailure
 from kvspec.conformance.certification.certify import PROFILES, Finding, Outcome, certify_policy
+from kvspec.conformance.certification.dialect_search import Search, described, find_dialect
 from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.report import build_report, counterexample, counterexample_file, write_report
-from kvspec.conformance.cli.arguments import add_adapter, folder_path, subcommand, typed
+from kvspec.conformance.certification.report import (
+    build_report,
+    counterexample,
+    counterexample_file,
+    found_dialect,
+    found_line,
+    write_report,
+)
+from kvspec.conformance.cli.arguments import add_adapter, add_dialect, dialect_of, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, KvspecError
+from kvspec.reference.dialects import CANONICAL
 
 
 def add(commands: Any) -> None:
@@ -32,6 +41,10 @@ def add(commands: Any) -> None:
                        help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
     check.add_argument("--max-freq", metavar="COUNT", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
                        help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
+    add_dialect(check, "certify against")
+    check.add_argument("--find-dialect", action="store_true",
+                       help="where a policy does not conform, search spec/dialects.md's variation points for a minimal set under which it "
+                       "does, and report it (DIALECT-8)")
     check.set_defaults(handler=run_certify, folders={"report": "--report"})
 
 
@@ -41,6 +54,7 @@ def run_certify(args: argparse.Namespace) -> int:
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     faults: list[Finding] = []
     outcomes: list[Outcome] = []
+    searches: dict[str, Search] = {}
     try:
         adapter: Started | None = implementation.start()
     except AdapterFailure as failure:
@@ -53,7 +67,13 @@ def run_certify(args: argparse.Namespace) -> int:
             close_quietly(implementation)
             raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
         policies = args.policies or [p for p in ALL_POLICIES if p in offered]
-        outcomes = [certify_policy(implementation, policy, args.profile, args.seed, pins) for policy in policies]
+        dialects = {policy: CANONICAL if policy == "benefit" else dialect_of(args, policy) for policy in policies}
+        for policy in policies:
+            outcome = certify_policy(implementation, policy, args.profile, args.seed, pins, dialects[policy])
+            outcomes.append(outcome)
+            if args.find_dialect and not outcome.conforms and policy != "benefit":
+                searches[policy] = find_dialect(implementation, policy, outcome,
+                                                lambda d, p=policy: certify_policy(implementation, p, args.profile, args.seed, pins, d))
         try:
             implementation.close()
         except AdapterFailure as failure:
@@ -61,7 +81,7 @@ def run_certify(args: argparse.Namespace) -> int:
     unless_interrupted()
     if args.report is not None:
         args.report.mkdir(parents=True, exist_ok=True)
-        write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report), args.report)
+        write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report, searches), args.report)
     conforms = not faults and all(outcome.conforms for outcome in outcomes)
     held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value is not None)
     who = args.adapter if adapter is None else f"{adapter.identity.name} {adapter.identity.version} ({adapter.identity.language})"
@@ -71,11 +91,16 @@ def run_certify(args: argparse.Namespace) -> int:
         print(f"  {fault.message}")
     for outcome in outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
-        print(f"  {outcome.policy}: {verdict} ({outcome.examples_per_second:.1f} examples/s)")
+        against = f" to the dialect {described(outcome.dialect)}" if outcome.dialect else ""
+        print(f"  {outcome.policy}: {verdict}{against} ({outcome.examples_per_second:.1f} examples/s)")
         for number, finding in enumerate(outcome.findings, start=1):
             print(f"    {finding.message}")
             saved = None if args.report is None or finding.divergence is None else counterexample_file(args.report, outcome.policy, number, finding.divergence)
             print(counterexample(args.adapter, finding, saved), end="")
+        if outcome.policy in searches:
+            print(f"    {found_line(found_dialect(searches[outcome.policy]))}".replace("**", ""))
+        elif not outcome.conforms and outcome.policy != "benefit" and not args.find_dialect:
+            print("    (--find-dialect searches spec/dialects.md for the variation points that would explain it)")
     return 0 if conforms else 3
 
 

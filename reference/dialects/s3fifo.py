@@ -21,7 +21,7 @@ from .catalogue import Dialect
 @dataclass(frozen=True, slots=True)
 class DialectCaps:
     """S3-CONF-2 to S3-CONF-6 as a dialect derives them; ``max_freq`` is None where freqs do not
-    saturate (DIALECT-S3-13)."""
+    saturate (S3-DIALECT-13)."""
 
     capacity: int
     small_cap: int
@@ -32,29 +32,29 @@ class DialectCaps:
 
 
 def small_ratio_refusal(small_ratio: float, dialect: Dialect) -> ConfigError | None:
-    """S3-CONF-1, or DIALECT-S3-5 (small-ratio-open): the open interval (0, 1)."""
+    """S3-CONF-1, or S3-DIALECT-5 (small-ratio-open): the open interval (0, 1)."""
     if not ratio_is_valid(small_ratio):
         return ConfigError("S3-CONF-1", f"small_ratio must be a finite float in [0.0, 1.0], not {small_ratio!r}")
     if "small-ratio-open" in dialect and not 0.0 < small_ratio < 1.0:
-        return ConfigError("DIALECT-S3-5", f"small_ratio must lie in the open interval (0, 1), not {small_ratio!r}")
+        return ConfigError("S3-DIALECT-5", f"small_ratio must lie in the open interval (0, 1), not {small_ratio!r}")
     return None
 
 
 def dialect_small_cap(capacity: int, small_ratio: float, dialect: Dialect) -> int:
-    """S3-CONF-2, or DIALECT-S3-1 (small-cap-floor) and DIALECT-S3-2 (small-cap-min-1)."""
+    """S3-CONF-2, or S3-DIALECT-1 (small-cap-floor) and S3-DIALECT-2 (small-cap-min-1)."""
     product = capacity * small_ratio
-    small_cap = math.floor(product) if "small-cap-floor" in dialect else round(product)  # DIALECT-S3-1: C's integer cast
+    small_cap = math.floor(product) if "small-cap-floor" in dialect else round(product)  # S3-DIALECT-1: C's integer cast
     if "small-cap-min-1" in dialect:
-        small_cap = max(1, small_cap)  # DIALECT-S3-2
+        small_cap = max(1, small_cap)  # S3-DIALECT-2
     return small_cap
 
 
 def dialect_ghost_cap(capacity: int, main_cap: int, dialect: Dialect) -> int:
-    """S3-CONF-4, or DIALECT-S3-6 (ghost-cap-0.9) and DIALECT-S3-7 (ghost-cap-capacity)."""
+    """S3-CONF-4, or S3-DIALECT-6 (ghost-cap-0.9) and S3-DIALECT-7 (ghost-cap-capacity)."""
     if "ghost-cap-0.9" in dialect:
-        return math.floor(capacity * 0.9)  # DIALECT-S3-6
+        return math.floor(capacity * 0.9)  # S3-DIALECT-6
     if "ghost-cap-capacity" in dialect:
-        return capacity  # DIALECT-S3-7
+        return capacity  # S3-DIALECT-7
     return main_cap  # S3-CONF-4
 
 
@@ -66,17 +66,17 @@ def dialect_caps(capacity: int, small_ratio: float, max_freq: int, dialect: Dial
     if refusal is not None:
         raise refusal
     if "freq-unsaturated" in dialect:
-        check_count(max_freq, INT64_MIN, "DIALECT-S3-13", "max_freq", high_text="2**63 - 1 (it is not used)")
+        check_count(max_freq, INT64_MIN, "S3-DIALECT-13", "max_freq", high_text="2**63 - 1 (it is not used)")
     elif "max-freq-min-1" in dialect:
-        check_count(max_freq, 1, "DIALECT-S3-8", "max_freq")
+        check_count(max_freq, 1, "S3-DIALECT-8", "max_freq")
     else:
         check_count(max_freq, 0, "S3-CONF-6", "max_freq")
     small_cap = dialect_small_cap(capacity, small_ratio, dialect)
     main_cap = capacity - small_cap  # S3-CONF-3
     if main_cap < 1 and "main-zero-all-main" in dialect:
-        small_cap, main_cap = 0, capacity  # DIALECT-S3-3: no S at all
+        small_cap, main_cap = 0, capacity  # S3-DIALECT-3: no S at all
     elif main_cap < 1 and "main-zero-drop" in dialect:
-        main_cap = 0  # DIALECT-S3-4: an M that holds nothing
+        main_cap = 0  # S3-DIALECT-4: an M that holds nothing
     elif small_cap < 1 or main_cap < 1:
         raise ConfigError(
             "S3-CONF-5",
@@ -88,32 +88,32 @@ def dialect_caps(capacity: int, small_ratio: float, max_freq: int, dialect: Dial
         main_cap=main_cap,
         ghost_cap=dialect_ghost_cap(capacity, main_cap, dialect),
         max_freq=None if "freq-unsaturated" in dialect else max_freq,
-        promotion_freq=2 if "promote-at-2" in dialect else 1,  # DIALECT-S3-9, or S3-ADMIT-S-2's freq >= 1
+        promotion_freq=2 if "promote-at-2" in dialect else 1,  # S3-DIALECT-9, or S3-ADMIT-S-2's freq >= 1
     )
 
 
 def incremented(cache: "DialectS3FIFO", freq: int) -> int:
-    """S3-FREQ-2, or DIALECT-S3-13 (freq-unsaturated): one more, without bound."""
+    """S3-FREQ-2, or S3-DIALECT-13 (freq-unsaturated): one more, without bound."""
     top = cache.caps.max_freq
     return freq + 1 if top is None else min(freq + 1, top)
 
 
 def chance_spent(cache: "DialectS3FIFO", freq: int) -> int:
-    """S3-ADMIT-M-2's freq - 1, or DIALECT-S3-13's min(freq, 3) - 1."""
+    """S3-ADMIT-M-2's freq - 1, or S3-DIALECT-13's min(freq, 3) - 1."""
     return freq - 1 if cache.caps.max_freq is not None else min(freq, 3) - 1
 
 
 def freq_in_main(cache: "DialectS3FIFO", freq: int) -> int:
-    """S3-ADMIT-S-2's unchanged freq, or DIALECT-S3-10 (promote-freq-reset) and DIALECT-S3-11 (promote-freq-minus-1)."""
+    """S3-ADMIT-S-2's unchanged freq, or S3-DIALECT-10 (promote-freq-reset) and S3-DIALECT-11 (promote-freq-minus-1)."""
     if "promote-freq-reset" in cache.dialect:
-        return 0  # DIALECT-S3-10
+        return 0  # S3-DIALECT-10
     if "promote-freq-minus-1" in cache.dialect:
-        return freq - 1  # DIALECT-S3-11
+        return freq - 1  # S3-DIALECT-11
     return freq
 
 
 def insert_to_ghost(cache: "DialectS3FIFO", h: int) -> None:
-    """S3-GHOST-1 to S3-GHOST-3; a ghost of no size (DIALECT-S3-6 at capacity 1) keeps nothing."""
+    """S3-GHOST-1 to S3-GHOST-3; a ghost of no size (S3-DIALECT-6 at capacity 1) keeps nothing."""
     ghost = cache.ghost
     if h in ghost:
         del ghost[h]  # S3-GHOST-1
@@ -125,7 +125,7 @@ def insert_to_ghost(cache: "DialectS3FIFO", h: int) -> None:
 
 
 def main_victim(cache: "DialectS3FIFO", h: int) -> None:
-    """S3-ADMIT-M-3: to G, or DIALECT-S3-12 (main-victim-forgotten): forgotten."""
+    """S3-ADMIT-M-3: to G, or S3-DIALECT-12 (main-victim-forgotten): forgotten."""
     if "main-victim-forgotten" not in cache.dialect:
         insert_to_ghost(cache, h)
 
@@ -143,7 +143,7 @@ def evict_from_main(cache: "DialectS3FIFO") -> None:
 
 
 def append_to_main(cache: "DialectS3FIFO", h: int, freq: int) -> None:
-    """S3-ADMIT-M-4, or DIALECT-S3-4 (main-zero-drop): an M of no size drops h."""
+    """S3-ADMIT-M-4, or S3-DIALECT-4 (main-zero-drop): an M of no size drops h."""
     if cache.caps.main_cap > 0:
         cache.main[h] = freq
 
@@ -156,8 +156,8 @@ def admit_to_main(cache: "DialectS3FIFO", h: int, freq: int) -> None:
 
 
 def promote_or_forget(cache: "DialectS3FIFO", victim: int, victim_freq: int, *, per_queue: bool) -> bool:
-    """S3-ADMIT-S-2 and S3-ADMIT-S-3 for S's popped head (DIALECT-S3-9 sets the freq that
-    promotes); whether it was promoted. Under global eviction M is not drained for it (DIALECT-S3-14)."""
+    """S3-ADMIT-S-2 and S3-ADMIT-S-3 for S's popped head (S3-DIALECT-9 sets the freq that
+    promotes); whether it was promoted. Under global eviction M is not drained for it (S3-DIALECT-14)."""
     if victim_freq < cache.caps.promotion_freq:
         insert_to_ghost(cache, victim)  # S3-ADMIT-S-3
         return False
@@ -165,7 +165,7 @@ def promote_or_forget(cache: "DialectS3FIFO", victim: int, victim_freq: int, *, 
     if per_queue:
         admit_to_main(cache, victim, freq)  # S3-ADMIT-S-2
     else:
-        append_to_main(cache, victim, freq)  # DIALECT-S3-14
+        append_to_main(cache, victim, freq)  # S3-DIALECT-14
     return True
 
 
@@ -179,7 +179,7 @@ def admit_to_small(cache: "DialectS3FIFO", h: int) -> None:
 
 
 def eviction_step(cache: "DialectS3FIFO") -> None:
-    """DIALECT-S3-14 (global-eviction): one step, from M when M is over main_cap or S is empty,
+    """S3-DIALECT-14 (global-eviction): one step, from M when M is over main_cap or S is empty,
     else from S until one of its heads goes to G (or S empties)."""
     cache.has_evicted = True
     if len(cache.main) > cache.caps.main_cap or not cache.small:
@@ -192,14 +192,14 @@ def eviction_step(cache: "DialectS3FIFO") -> None:
 
 
 def make_room(cache: "DialectS3FIFO") -> None:
-    """DIALECT-S3-14: before an admission, evict while S and M together fill the capacity."""
+    """S3-DIALECT-14: before an admission, evict while S and M together fill the capacity."""
     while len(cache.small) + len(cache.main) >= cache.caps.capacity:
         eviction_step(cache)
 
 
 def placed_in_main(cache: "DialectS3FIFO", from_ghost: bool) -> bool:
     """Whether an admitted hash joins M rather than S: a ghost hit (S3-ACCESS-3), a cache with no
-    S (DIALECT-S3-3), or a new hash that finds S full before the first eviction (DIALECT-S3-15)."""
+    S (S3-DIALECT-3), or a new hash that finds S full before the first eviction (S3-DIALECT-15)."""
     if from_ghost or cache.caps.small_cap == 0:
         return True
     return "new-to-main-until-first-eviction" in cache.dialect and not cache.has_evicted and len(cache.small) >= cache.caps.small_cap
@@ -208,9 +208,9 @@ def placed_in_main(cache: "DialectS3FIFO", from_ghost: bool) -> bool:
 def admit(cache: "DialectS3FIFO", h: int, from_ghost: bool) -> None:
     """S3-ACCESS-3 and S3-ACCESS-4: a ghost hit to M with freq 0, a new hash to S."""
     if "global-eviction" in cache.dialect:
-        make_room(cache)  # DIALECT-S3-14
+        make_room(cache)  # S3-DIALECT-14
     if not from_ghost and "small-refuses-own-size" in cache.dialect and cache.caps.small_cap <= 1:
-        return  # DIALECT-S3-17: a block as large as S is not admitted
+        return  # S3-DIALECT-17: a block as large as S is not admitted
     to_main = placed_in_main(cache, from_ghost)
     if "global-eviction" in cache.dialect:
         if to_main:
@@ -224,7 +224,7 @@ def admit(cache: "DialectS3FIFO", h: int, from_ghost: bool) -> None:
 
 
 def dialect_state_holds(cache: "DialectS3FIFO") -> bool:
-    """S3-QUEUE-2, S3-FREQ-1 (no upper bound under DIALECT-S3-13), S3-INV-3, and the bound every
+    """S3-QUEUE-2, S3-FREQ-1 (no upper bound under S3-DIALECT-13), S3-INV-3, and the bound every
     dialect keeps: |S| + |M| <= capacity (S3-INV-1 and S3-INV-2 where eviction is per queue)."""
     small, main, ghost, caps = cache.small, cache.main, cache.ghost, cache.caps
     top = caps.max_freq
@@ -240,7 +240,7 @@ def dialect_state_holds(cache: "DialectS3FIFO") -> bool:
 @require(dialect_state_holds, "S3-QUEUE-2, S3-FREQ-1, S3-INV-1 to S3-INV-3 as the dialect keeps them", per_access_state=True)
 @ensure(dialect_state_holds, "S3-QUEUE-2, S3-FREQ-1, S3-INV-1 to S3-INV-3 as the dialect keeps them", per_access_state=True)
 def access(cache: "DialectS3FIFO", h: int) -> None:
-    """S3-ACCESS-1 to S3-ACCESS-4, with DIALECT-S3-16 (ghost-ignored): a ghost hit is forgotten
+    """S3-ACCESS-1 to S3-ACCESS-4, with S3-DIALECT-16 (ghost-ignored): a ghost hit is forgotten
     and the hash admitted as a new one."""
     if h in cache.small:
         cache.small[h] = incremented(cache, cache.small[h])  # S3-ACCESS-1
@@ -261,7 +261,7 @@ def is_resident(cache: "DialectS3FIFO", h: int) -> bool:
 @dataclass(slots=True, eq=False)
 class DialectS3FIFO:
     """One S3FIFO cache in a dialect: the canonical queues, the dialect's sizes, and whether an
-    eviction has happened yet (DIALECT-S3-15 reads it)."""
+    eviction has happened yet (S3-DIALECT-15 reads it)."""
 
     dialect: Dialect
     caps: DialectCaps

@@ -34,6 +34,8 @@ class S3fifoPackage:
         self.cache = None
         if config.policy != "s3fifo":
             raise ConfigRefused("the package implements S3FIFO only")
+        if config.block_size < 1:  # the replay's knob, which the adapter holds (hit_tokens), not the package
+            raise ConfigRefused(f"REPLAY-CONF-2: block_size must be at least 1, not {config.block_size}")
         try:
             self.cache = S3FIFOCache(config.capacity, small_size_ratio=config.small_ratio)
         except ValueError as error:

@@ -1,0 +1,107 @@
+"""Finding an implementation's dialect (spec/dialects.md section 6, DIALECT-8): greedy, one
+variation point at a time, guided by the examples that failed, then made minimal.
+
+A candidate is scored by how far the failing examples kept so far get when replayed in lockstep
+with the implementation against it: one point for a configuration both treat alike, one for each
+request both answer alike. Replaying a shrunk example costs a few requests, so the search's cost
+is that of the certifications it runs: at most one a variation point added, and one a variation
+point tried out at the end.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvspec.adapters import Implementation
+from kvspec.adapters.interface import AdapterFailure
+from kvspec.conformance.certification.certify import Outcome
+from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
+from kvspec.reference.dialects.catalogue import dialect_problem
+
+Certify = Callable[[Dialect], Outcome]
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the search found: the dialect (None when no set of variation points explains the
+    implementation), the failing examples that guided it, the certification that closed it (against
+    the dialect found, or the canonical one), and what it cost."""
+
+    dialect: Dialect | None
+    evidence: tuple[Divergence, ...]
+    outcome: Outcome
+    certifications: int
+    seconds: float
+
+
+def examples_of(outcome: Outcome) -> list[Divergence]:
+    """The failing examples an outcome holds: those with a configuration to replay."""
+    return [f.divergence for f in outcome.findings if f.divergence is not None and f.divergence.config is not None]
+
+
+def agreement(implementation: Implementation, dialect: Dialect, example: Divergence) -> int:
+    """How far one example gets in lockstep against ``dialect``: the configuration, then each request."""
+    assert example.config is not None
+    points = 0
+    try:
+        lockstep = Lockstep(implementation.current(), example.config, dialect)
+        accepted = lockstep.configure()
+        points += 1
+        for hash_ids, input_length in example.trace if accepted else ():
+            lockstep.request(list(hash_ids), input_length)
+            points += 1
+    except (Divergence, AdapterFailure):  # a failed implementation is started afresh by current()
+        pass
+    return points
+
+
+def score(implementation: Implementation, dialect: Dialect, evidence: list[Divergence]) -> int:
+    return sum(agreement(implementation, dialect, example) for example in evidence)
+
+
+def with_requirements(dialect: Dialect, variation: str) -> Dialect:
+    """``dialect`` and ``variation``, with what it is defined on top of (DIALECT-3)."""
+    return dialect | {variation, *VARIATIONS[variation].requires}
+
+
+def candidates(policy: str, dialect: Dialect) -> list[Dialect]:
+    """DIALECT-2 to DIALECT-4: the dialects one variation point (and its requirements) beyond ``dialect``."""
+    grown = [with_requirements(dialect, v) for v in VARIATIONS if v not in dialect and policy in VARIATIONS[v].policies]
+    return [d for d in grown if dialect_problem(policy, d) is None]
+
+
+def find_dialect(implementation: Implementation, policy: str, canonical: Outcome, certify: Certify) -> Search:
+    """DIALECT-8: from a failed canonical certification, the smallest dialect the implementation
+    conforms to (spec/dialects.md section 6), or None with the canonical outcome."""
+    started = time.perf_counter()
+    evidence = examples_of(canonical)
+    dialect, runs, added = CANONICAL, 0, []
+    while True:
+        scores = {d: score(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)]}
+        best = max(scores, key=scores.__getitem__)  # the first of the best, in catalogue order (DIALECT-8)
+        if best == dialect:  # no variation point gets the failing examples further
+            return Search(None, tuple(evidence), canonical, runs, time.perf_counter() - started)
+        added.append(best - dialect)
+        dialect = best
+        outcome = certify(dialect)
+        runs += 1
+        if outcome.conforms:
+            break
+        fresh = examples_of(outcome)
+        if not fresh:  # a failure with no example to replay (a fault outside every example)
+            return Search(None, tuple(evidence), canonical, runs, time.perf_counter() - started)
+        evidence += fresh
+    for step in reversed(added):  # the last added first: the earlier ones made room for it
+        smaller = frozenset(dialect - step)
+        if dialect_problem(policy, smaller) is not None:
+            continue
+        trial = certify(smaller)
+        runs += 1
+        if trial.conforms:
+            dialect, outcome = smaller, trial
+    return Search(dialect, tuple(evidence), outcome, runs, time.perf_counter() - started)
+
+
+def described(dialect: Dialect) -> str:
+    return ", ".join(in_catalogue_order(dialect)) or "the canonical spec"
