@@ -52,3 +52,24 @@ def readme_cites_only(folder: str, tests: set[str]) -> None:
     cited = {word.strip("`") for word in readme.split() if word.strip("`").startswith("test_")}
     assert cited and cited <= tests, cited - tests
     assert json.loads((CERTIFICATIONS / folder / "report.json").read_text())["adapter"] in readme
+
+
+def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it: a process of its own, the reference's cheap contracts on."""
+    return subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "KVSPEC_CONTRACTS": "1"})
+
+
+def reproduced_by_its_dialect(folder: str, dialect: str, policy: str, capacities: tuple[int, ...], adapter: str | None = None) -> None:
+    """DIALECT-5, DIALECT-7: the package conforms to its named dialect (a quick certification), and
+    replays the whole of both bundled Mooncake traces in lockstep with the reference in that
+    dialect at each capacity: every request's hit tokens (and, at the state level, its queues)
+    and the resident count after each."""
+    adapter = adapter or adapter_of(folder)
+    certified = kvspec("certify", "--adapter", adapter, "--policy", policy, "--dialect", dialect)
+    assert certified.returncode == 0, certified.stdout + certified.stderr
+    for trace in ("conversation", "synthetic"):
+        for capacity in capacities:
+            replayed = kvspec("replay", trace, "--policy", policy, "--dialect", dialect, "--capacity", str(capacity), "--adapter", adapter)
+            assert replayed.returncode == 0, (trace, capacity, replayed.stderr)
+            assert json.loads(replayed.stdout)["requests"] > 3000

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from certifications import published_report_replays, quick_certification_fails, readme_cites_only
+from certifications import published_report_replays, quick_certification_fails, readme_cites_only, reproduced_by_its_dialect
 
 s3fifo = pytest.importorskip("s3fifo", reason="pip install '.[test]' (s3fifo 0.0.1)")
 
@@ -16,6 +16,11 @@ def test_the_published_report_is_for_the_installed_version_and_its_counterexampl
 
 def test_a_quick_certification_through_the_published_adapter_fails() -> None:
     quick_certification_fails("s3fifo-pypi")
+
+
+def test_its_dialect_s3fifo_pypi_reproduces_it_on_both_mooncake_traces() -> None:
+    """DIALECT-5: spec/dialects.md's s3fifo-pypi dialect is the package, request by request, queue by queue."""
+    reproduced_by_its_dialect("s3fifo-pypi", "s3fifo-pypi", "s3fifo", (64, 256))
 
 
 def test_the_published_readme_cites_only_facts_these_tests_check() -> None:
