@@ -10,7 +10,7 @@ import os
 import shlex
 import subprocess
 import sys
-from importlib.metadata import version
+from importlib.metadata import distributions, version
 from pathlib import Path
 
 from kvspec.adapters import load_adapter
@@ -25,9 +25,11 @@ def adapter_of(folder: str) -> str:
     return f"python:{CERTIFICATIONS / folder / 'adapter.py'}:adapter"
 
 
-def published_report_replays(folder: str, package: str) -> None:
+def published_report_replays(folder: str, package: str, installed_in: Path | None = None) -> None:
+    """``installed_in``: the folder the package is installed in, where it is not on sys.path."""
     report = Report.model_validate_json((CERTIFICATIONS / folder / "report.json").read_text())
-    assert report.implementation["version"] == version(package) and not report.conforms
+    installed = version(package) if installed_in is None else next(iter(distributions(name=package, path=[str(installed_in)]))).version
+    assert report.implementation["version"] == installed and not report.conforms
     (verdict,) = report.policies
     assert verdict.failures and all(failure.clauses for failure in verdict.failures)
     for failure in verdict.failures:
