@@ -42,5 +42,5 @@ def requeue(queue: dict[int, V], h: int, value: V) -> None:
 
 def same_blocks(cache: object, hash_ids: list[int]) -> list[int]:
     """REPLAY-TRACE-4: a request's blocks are its hash ids, one block per position, the same hash
-    the same block wherever it occurs (a dialect may name them otherwise: REPLAY-DIALECT-3)."""
+    the same block wherever it occurs."""
     return hash_ids

@@ -231,7 +231,7 @@ def replay(
         policy=config.policy,
         block_size=config.block_size,
         small_ratio=config.small_ratio if s3fifo else None,
-        max_freq=config.max_freq if s3fifo else None,
+        max_freq=config.max_freq if s3fifo and "freq-unsaturated" not in config.dialect else None,  # S3-DIALECT-13: none is used
         requests=requests,
         total_hit_tokens=total_hit_tokens,
         total_prompt_tokens=total_prompt_tokens,

@@ -24,7 +24,7 @@ class ModelS3FIFO:
         if "max-freq-min-1" in v and max_freq < 1:
             raise ValueError("refused")
         self.capacity, self.small_cap, self.main_cap = capacity, small, main
-        self.ghost_cap = math.floor(capacity * 0.9) if "ghost-cap-0.9" in v else capacity if "ghost-cap-capacity" in v else main
+        self.ghost_cap = math.floor(capacity * 0.9) if "ghost-cap-0.9" in v else int(capacity * 1.0) if "ghost-cap-capacity" in v else main
         self.top = None if "freq-unsaturated" in v else max_freq
         self.threshold = 2 if "promote-at-2" in v else 1
         self.S: OrderedDict[int, int] = OrderedDict()

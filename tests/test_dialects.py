@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from dialect_model import ModelS3FIFO
 
-from kvspec.reference import ConfigError, ReplayConfig, S3FIFO, make_policy, replay
+from kvspec.reference import S3FIFO, ConfigError, ReplayConfig, make_policy, replay
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, DialectS3FIFO, dialect_for, in_catalogue_order
 from kvspec.reference.dialects.s3fifo import dialect_caps
 from kvspec.reference.trace import TraceRecord
@@ -233,3 +233,18 @@ def test_DIALECT_8_a_mistake_no_variation_point_names_is_reported_as_unexplained
     found = kvspec("certify", "--adapter", "python:dialect_model.py:small_evicts_newest", "--find-dialect")
     assert found.returncode == 3, found.stderr
     assert "No set of variation points of spec/dialects.md explains it" in found.stdout
+
+
+def test_DIALECT_9_a_dialect_s_corpus_carries_it_and_holds_its_implementation_to_it(tmp_path: Path) -> None:
+    """`kvspec fixtures generate --dialect`: replay cases alone, each naming its dialect, whose
+    expected values the model of that dialect meets and the canonical reference does not."""
+    made = kvspec("fixtures", "generate", "--dialect", "s3fifo-cache", str(tmp_path / "corpus"))
+    assert made.returncode == 0, made.stderr
+    cases = [json.loads(p.read_text()) for p in sorted((tmp_path / "corpus" / "replay").glob("*.json"))]
+    assert cases and all(c["dialect"] == in_catalogue_order(dialect_for("s3fifo", "s3fifo-cache")) for c in cases)
+    assert not (tmp_path / "corpus" / "benefit").exists()
+    model = kvspec("fixtures", "verify", str(tmp_path / "corpus"), "--adapter", "python:dialect_model.py:s3fifo_cache_like")
+    assert model.returncode == 0, model.stdout + model.stderr
+    assert kvspec("fixtures", "verify", str(tmp_path / "corpus"), "--adapter", "reference").returncode == 3
+    over = kvspec("fixtures", "generate", "--dialect", "s3fifo-cache")
+    assert over.returncode == 1 and "DIALECT-9" in over.stderr

@@ -66,8 +66,10 @@ def with_requirements(dialect: Dialect, variation: str) -> Dialect:
 
 
 def candidates(policy: str, dialect: Dialect) -> list[Dialect]:
-    """DIALECT-2 to DIALECT-4: the dialects one variation point (and its requirements) beyond ``dialect``."""
-    grown = [with_requirements(dialect, v) for v in VARIATIONS if v not in dialect and policy in VARIATIONS[v].policies]
+    """DIALECT-2 to DIALECT-4: the dialects one variation point (and its requirements) beyond
+    ``dialect``, each in place of those it excludes: examples that could not tell two alternatives
+    apart may have let the wrong one in first."""
+    grown = [with_requirements(dialect - set(VARIATIONS[v].excludes), v) for v in VARIATIONS if v not in dialect and policy in VARIATIONS[v].policies]
     return [d for d in grown if dialect_problem(policy, d) is None]
 
 
@@ -94,7 +96,7 @@ def find_dialect(implementation: Implementation, policy: str, canonical: Outcome
         evidence += fresh
     for step in reversed(added):  # the last added first: the earlier ones made room for it
         smaller = frozenset(dialect - step)
-        if dialect_problem(policy, smaller) is not None:
+        if smaller == dialect or dialect_problem(policy, smaller) is not None:  # swapped out since, or needed by another
             continue
         trial = certify(smaller)
         runs += 1

@@ -7,19 +7,22 @@ from pathlib import Path
 from typing import Any
 
 from kvspec.adapters import protocol
-from kvspec.conformance.certification import report
-from kvspec.conformance.cli.arguments import folder_path, subcommand
+from kvspec.conformance.certification import matrix, report
+from kvspec.conformance.cli.arguments import add_dialect, dialect_of, folder_path, subcommand
 from kvspec.conformance.core import annotated_spec
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.fixtures import format as fixture_format
 from kvspec.conformance.fixtures.corpus import generate
 from kvspec.conformance.fixtures.recorded import collect
-from kvspec.reference import KvspecError
+from kvspec.conformance.fixtures.replay_cases import replay_cases
+from kvspec.reference import POLICIES, KvspecError
+from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
 
 
 def add(commands: Any) -> None:
     derived = subcommand(commands, "spec", "the files are written",
-                         help="maintainers: regenerate the files a checkout derives from the code (the JSON Schemas, the annotated spec)")
+                         help="maintainers: regenerate the files a checkout derives from the code (the JSON Schemas, the annotated spec, "
+                         "the certifications' matrix)")
     actions = derived.add_subparsers(dest="action", required=True)
     schemas = subcommand(actions, "schemas", "the schemas are written",
                          help="write every JSON Schema: the adapter protocol's messages, the fixture format and the certification report")
@@ -30,13 +33,21 @@ def add(commands: Any) -> None:
                           "name it (run in a checkout: it reads spec/ and tests/)")
     annotate.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("docs/annotated-spec"), help="default: docs/annotated-spec")
     annotate.set_defaults(handler=run_annotate, folders={"directory": ""})
+    certified = subcommand(actions, "matrix", "the matrix is written",
+                           help="write docs/certifications/README.md, the matrix of every certified implementation, and the part of each "
+                           "one's README that states its dialect, from the reports in its folder (run in a checkout: it reads spec/dialects.md)")
+    certified.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("docs/certifications"),
+                           help="default: docs/certifications")
+    certified.set_defaults(handler=run_matrix, folders={"directory": ""})
 
 
 def add_fixtures_actions(actions: Any) -> None:
     """`fixtures generate` and `fixtures collect`, beside the users' `fixtures verify`."""
     make = subcommand(actions, "generate", "the corpus is written",
                       help="write the corpus and its manifest, byte for byte the same on every run (FIX-5)")
-    make.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/fixtures"), help="default: spec/fixtures")
+    make.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/fixtures"),
+                      help="default: spec/fixtures (with --dialect or --variation, a folder must be given)")
+    add_dialect(make, "write the replay cases of")
     make.set_defaults(handler=run_fixtures_generate, folders={"directory": ""})
     gather = subcommand(actions, "collect", "the counterexamples are kept",
                         help="keep the shrunk counterexamples of certification reports, for the corpus (run in a checkout)")
@@ -45,7 +56,19 @@ def add_fixtures_actions(actions: Any) -> None:
 
 
 def run_fixtures_generate(args: argparse.Namespace) -> None:
-    entries = generate(args.directory)
+    """FIX-5; DIALECT-9: with a dialect, its replay cases alone, for the policies it names."""
+    if args.dialect is None and not args.variation:
+        entries = generate(args.directory)
+    else:
+        if args.directory == Path("spec/fixtures"):
+            raise KvspecError("DIALECT-9: a dialect's corpus goes to a folder of its own, not over spec/fixtures: give FOLDER")
+        if args.dialect is not None:
+            policies = list(KNOWN_DIALECTS[args.dialect])
+        else:
+            policies = [p for p in POLICIES if all(p in VARIATIONS[v].policies for v in args.variation)]
+        dialects = {policy: dialect_of(args, policy) for policy in policies}
+        label = " + ".join([*([args.dialect] if args.dialect else []), *args.variation])
+        entries = generate(args.directory, list(replay_cases(dialects, f"{label} dialect")))
     print(f"{len(entries)} cases and manifest.json in {args.directory}")
 
 
@@ -70,6 +93,14 @@ def run_schemas(args: argparse.Namespace) -> None:
         with written_whole(args.directory / name) as temporary:
             temporary.write_text(text, encoding="utf-8")
     print(f"{len(texts)} schemas in {args.directory}")
+
+
+def run_matrix(args: argparse.Namespace) -> None:
+    spec = Path("spec/dialects.md")
+    if not spec.is_file():
+        raise KvspecError("spec matrix reads spec/dialects.md: run it from a kvspec checkout")
+    written = matrix.regenerate(args.directory, spec)
+    print(f"{len(written)} files written in {args.directory}")
 
 
 def run_annotate(args: argparse.Namespace) -> None:

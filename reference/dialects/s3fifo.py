@@ -54,7 +54,7 @@ def dialect_ghost_cap(capacity: int, main_cap: int, dialect: Dialect) -> int:
     if "ghost-cap-0.9" in dialect:
         return math.floor(capacity * 0.9)  # S3-DIALECT-6
     if "ghost-cap-capacity" in dialect:
-        return capacity  # S3-DIALECT-7
+        return math.floor(capacity * 1.0)  # S3-DIALECT-7: the double product, as for the other sizes
     return main_cap  # S3-CONF-4
 
 
