@@ -270,6 +270,9 @@ def row_note(row: AblationRow) -> str:
     return "no effect" if all(p.difference == 0 for p in row.points) else ""
 
 
+SYMLOG_TICKS = (-50, -20, -10, -5, -1, -0.5, 0, 0.5, 1, 5, 10, 20, 50)
+
+
 def plot_ablation(result: Ablation, path: Path) -> None:
     """The difference each variation point alone, and each known dialect whole, makes to the
     canonical S3FIFO's hit rate: one panel per trace, one row per dialect, one bar per capacity;
@@ -294,10 +297,16 @@ def plot_ablation(result: Ablation, path: Path) -> None:
         if dialects:
             panel.axhline(dialects[0] - 0.5, **NEVER_EVICTS)  # the known dialects apart, below the variation points
         panel.axvline(0, color="black", linewidth=0.8)
+        # One variation point can cost tens of points where others move a tenth: linear within ±1, logarithmic beyond.
+        panel.set_xscale("symlog", linthresh=1)
+        low, high = panel.get_xlim()
+        panel.set_xticks([t for t in SYMLOG_TICKS if low <= t <= high], [f"{t:+g}" if t else "0" for t in SYMLOG_TICKS if low <= t <= high])
+        panel.minorticks_off()
         panel.set_xlabel("hit rate minus the canonical S3FIFO's (percentage points)")
         panel.set_title(on_trace(trace.trace).strip())
         panel.grid(True, axis="x", alpha=0.3)
-    panels[-1].legend(title="capacity", loc="lower right")
-    drawn.suptitle("Each S3FIFO variation point alone, and each known dialect whole,\nagainst the canonical S3FIFO "
-                   f"(blocks of {result.block_size:,} tokens, small_ratio {result.small_ratio}, max_freq {result.max_freq})")
+    drawn.legend(*panels[0].get_legend_handles_labels(), title="capacity", loc="outside lower center", ncols=len(result.capacities))
+    drawn.suptitle("Each S3FIFO variation point alone, and each known dialect whole, against the canonical S3FIFO\n"
+                   f"(blocks of {result.block_size:,} tokens, small_ratio {result.small_ratio}, max_freq {result.max_freq}; "
+                   "the difference is drawn linear within ±1 point, logarithmic beyond)")
     save(drawn, path)
