@@ -14,7 +14,7 @@ from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
 from kvspec.conformance.core.output import written_whole
-from kvspec.conformance.measurement.sweep import Sweep
+from kvspec.conformance.measurement.sweep import Ablation, Sweep
 from kvspec.reference import KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 from kvspec.reference.trace import STDIN, TraceRecord
@@ -152,7 +152,7 @@ def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], 
         progress.close()
 
 
-def write_json(model: ReplayResult | Sweep, output: Path | None, spool: Spool | None = None) -> None:
+def write_json(model: ReplayResult | Sweep | Ablation, output: Path | None, spool: Spool | None = None) -> None:
     """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file. A spool's
     per-request lines are copied in chunks, never held in memory."""
     if output is None:

@@ -1,16 +1,21 @@
-"""`kvspec sweep`: hit rate against capacity for several policies (spec/replay.md), as JSON and a plot."""
+"""`kvspec sweep`: hit rate against capacity for several policies (spec/replay.md), in a dialect or
+not (spec/dialects.md), as JSON and a plot; with --ablate, the effect of each S3FIFO variation
+point alone and of each known dialect whole."""
 
 import argparse
 import sys
 from typing import Any
 
 from kvspec.conformance.cli.arguments import (
+    BUNDLED,
     add_capacity,
     add_config,
+    add_dialect,
     add_output,
     add_plot,
     add_trace,
     base_config,
+    dialect_of,
     open_trace,
     read_once_only,
     subcommand,
@@ -18,34 +23,49 @@ from kvspec.conformance.cli.arguments import (
     with_progress,
     write_json,
 )
-from kvspec.conformance.measurement.sweep import DEFAULT_CAPACITIES, plot, sweep
-from kvspec.reference import POLICIES
+from kvspec.conformance.measurement.sweep import DEFAULT_CAPACITIES, Ablation, ablate, plot, plot_ablation, sweep
+from kvspec.reference import POLICIES, KvspecError, TraceFile, bundled_trace_path
+from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
 
 
 def add(commands: Any) -> None:
     many = subcommand(
         commands, "sweep", "the results are written",
-        help="hit rate against capacity, for several policies, as JSON and a plot",
-        description="Replay a trace once per policy and capacity; print every result and the hit rate of a cache that never evicts.",
+        help="hit rate against capacity, for several policies, as JSON and a plot; or the ablation of S3FIFO's variation points",
+        description="Replay a trace once per policy and capacity; print every result and the hit rate of a cache that never evicts. "
+                    "With --ablate, replay S3FIFO once per variation point and known dialect instead, beside the canonical policy.",
     )
-    add_trace(many, False, "default: the bundled conversation trace")
-    many.add_argument("--policy", dest="policies", action="append", choices=POLICIES, help="a policy to replay (repeatable; default: all three)")
+    add_trace(many, False, "default: the bundled conversation trace (with --ablate: both bundled traces)")
+    many.add_argument("--policy", dest="policies", action="append", choices=POLICIES,
+                      help="a policy to replay (repeatable; default: all three, or those --dialect and --variation apply to)")
     add_capacity(many, True, f"a cache capacity in blocks (repeatable; default: {', '.join(map(str, DEFAULT_CAPACITIES))})")
     add_config(many)
+    add_dialect(many, "replay every policy in")
+    many.add_argument("--ablate", action="store_true",
+                      help="replay S3FIFO with each variation point of spec/dialects.md alone (with those it requires) and in each known "
+                           "implementation's dialect, beside the canonical policy (no --policy, --dialect or --variation)")
     add_output(many, "write the JSON here instead of stdout")
-    add_plot(many, "hit rate against capacity")
+    add_plot(many, "hit rate against capacity (with --ablate: each dialect's difference from the canonical hit rate)")
     many.set_defaults(handler=run_sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> None:
+    if args.ablate:
+        run_ablation(args)
+        return
     read_once_only(args.trace, "sweep")
     trace = open_trace(args.trace)
+    policies = args.policies or default_policies(args)
+    dialects = {policy: dialect_of(args, policy) for policy in policies}  # DIALECT-2 to DIALECT-5, before any replay
     result = sweep(
         lambda label: with_progress(trace, trace.records(), label),
         trace.path,
         base_config(args),
-        args.policies or list(POLICIES),
+        policies,
         args.capacities or list(DEFAULT_CAPACITIES),
+        dialects=dialects,
+        dialect=args.dialect,
+        variations=args.variation,
     )
     if args.plot is not None:
         plot(result, args.plot)
@@ -54,3 +74,47 @@ def run_sweep(args: argparse.Namespace) -> None:
         for point in result.points:
             print(summary(point.result), file=sys.stderr)
         print(f"a cache that never evicts: {result.unbounded_hit_rate:.2%}", file=sys.stderr)
+
+
+def default_policies(args: argparse.Namespace) -> list[str]:
+    """Without --policy, every policy that --dialect's implementation has and every --variation
+    applies to; all three if none is (dialect_of then says why for the first)."""
+    fitting = [policy for policy in POLICIES
+               if (args.dialect is None or policy in KNOWN_DIALECTS[args.dialect])
+               and all(policy in VARIATIONS[v].policies for v in args.variation)]
+    return fitting or list(POLICIES)
+
+
+def ablated_traces(given: str | None) -> list[TraceFile]:
+    """TRACE, or both bundled traces: which variation points matter is a question of more than one workload."""
+    if given is not None:
+        return [open_trace(given)]
+    return [TraceFile(bundled_trace_path(f"{name}_trace.jsonl.gz")) for name in BUNDLED]
+
+
+def run_ablation(args: argparse.Namespace) -> None:
+    options = (("--policy", args.policies), ("--dialect", args.dialect), ("--variation", args.variation))
+    given = [option for option, value in options if value]
+    if given:
+        raise KvspecError(f"--ablate replays every S3FIFO variation point and known dialect on its own; it takes no {given[0]}")
+    read_once_only(args.trace, "sweep --ablate")
+    traces = ablated_traces(args.trace)
+    result = ablate([(trace.path, lambda label, trace=trace: with_progress(trace, trace.records(), label)) for trace in traces],
+                    base_config(args), args.capacities or list(DEFAULT_CAPACITIES))
+    if args.plot is not None:
+        plot_ablation(result, args.plot)
+    write_json(result, args.output)
+    if sys.stderr.isatty():
+        print(ablation_summary(result), file=sys.stderr)
+
+
+def ablation_summary(result: Ablation) -> str:
+    """Per trace, each row's difference from the canonical hit rate at every capacity, in percentage points."""
+    lines = []
+    for trace in result.traces:
+        capacities = ", ".join(f"{c:,}" for c in result.capacities)
+        lines.append(f"{trace.trace}: hit rate minus the canonical S3FIFO's, in percentage points, at {capacities} blocks")
+        for row in trace.rows[1:]:
+            cells = ["refused" if p.difference is None else f"{100 * p.difference:+.2f}" for p in row.points]
+            lines.append(f"  {row.name}{' (+ ' + ', '.join(row.required) + ')' if row.required else ''}: {'  '.join(cells)}")
+    return "\n".join(lines)

@@ -1,13 +1,17 @@
-"""Hit rate against capacity: one replay per (policy, capacity), and the plot of them."""
+"""Hit rate against capacity: one replay per (policy, capacity), in a dialect or not, and the plot
+of them; and the ablation of S3FIFO's variation points (spec/dialects.md): each alone on the
+canonical policy, and each known implementation's dialect whole, beside the canonical policy."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.conformance.measurement.plots import NEVER_EVICTS, POLICY_STYLES, figure, on_trace, save
-from kvspec.reference import ReplayConfig, ReplayResult, TraceRecord, make_policy, replay
+from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, TraceRecord, make_policy, replay
+from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
 DEFAULT_CAPACITIES = (256, 1024, 4096, 16384, 65536)
@@ -23,13 +27,17 @@ class SweepPoint(BaseModel):
 
 
 class Sweep(BaseModel):
-    """Every point, and the hit rate of a cache that never evicts (the ceiling of every policy)."""
+    """Every point, and the hit rate of a cache that never evicts (the ceiling of every policy);
+    the dialect they were replayed in, as it was asked for (each point's result lists its
+    policy's variation points, DIALECT-6)."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     trace: str
     unbounded_hit_rate: float
     points: list[SweepPoint]
+    dialect: str | None = Field(None, description="the known implementation's dialect every policy was replayed in (--dialect); else absent")
+    variations: list[str] | None = Field(None, description="the variation points added to every policy (--variation); absent if none")
 
 
 def hit_rate(result: ReplayResult) -> float:
@@ -42,18 +50,26 @@ def sweep(
     base: ReplayConfig,
     policies: Sequence[str],
     capacities: Sequence[int],
+    *,
+    dialects: Mapping[str, Dialect] | None = None,
+    dialect: str | None = None,
+    variations: Sequence[str] = (),
 ) -> Sweep:
     """Replay the trace once per policy and capacity, in that order, and once without eviction.
 
-    ``records(label)`` opens a fresh stream of the trace for the replay ``label`` names. Every
-    configuration is validated before the first replay, so that a bad one (a capacity that gives
-    S3FIFO no small queue, S3-CONF-5) fails at once, not after minutes of work.
+    ``records(label)`` opens a fresh stream of the trace for the replay ``label`` names. Each
+    policy is replayed in its dialect in ``dialects`` (canonical where it has none), which
+    --dialect ``dialect`` and --variation ``variations`` named. Every configuration is validated
+    before the first replay, so that a bad one (a capacity that gives S3FIFO no small queue,
+    S3-CONF-5) fails at once, not after minutes of work.
     """
-    configs = [replace(base, policy=policy, capacity=capacity) for policy in policies for capacity in capacities]  # type: ignore[arg-type]
+    chosen = dialects or {}
+    configs = [replace(base, policy=policy, capacity=capacity, dialect=chosen.get(policy, CANONICAL))  # type: ignore[arg-type]
+               for policy in policies for capacity in capacities]
     for config in configs:
         make_policy(config)
     # An LRU as large as any trace can fill never evicts: its hits are every reuse there is.
-    configs.append(replace(base, policy="lru", capacity=INT64_MAX))
+    configs.append(replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL))
     results = []
     for number, config in enumerate(configs, start=1):
         what = "a cache that never evicts" if number == len(configs) else f"{config.policy} at {config.capacity:,} blocks"
@@ -63,6 +79,8 @@ def sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
         points=[SweepPoint(hit_rate=hit_rate(result), result=result) for result in points],
+        dialect=dialect,
+        variations=list(variations) or None,
     )
 
 
@@ -83,7 +101,212 @@ def plot(result: Sweep, path: Path) -> None:
     axes.set_xlabel(f"capacity (blocks of {result.points[0].result.block_size:,} tokens, log scale)")  # one block size a sweep
     axes.set_ylabel("hit rate (% of prompt tokens)")
     axes.set_ylim(bottom=0)
-    axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}")
+    axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}{in_dialect(result)}")
     axes.grid(True, which="major", alpha=0.3)
     axes.legend()
+    save(drawn, path)
+
+
+def in_dialect(result: Sweep) -> str:
+    """What a title says of the dialect a sweep was replayed in, on a line of its own; nothing if canonical."""
+    named = [f"in {result.dialect}'s dialect"] if result.dialect else []
+    added = [f"with {', '.join(result.variations)}"] if result.variations else []
+    return "\n" + " ".join(named + added) if named or added else ""
+
+
+# The ablation of S3FIFO's variation points (spec/dialects.md): each alone on the canonical policy,
+# with those it is defined on top of, and each known implementation's dialect whole.
+
+Kind = Literal["canonical", "variation point", "dialect"]
+
+
+class AblationPoint(BaseModel):
+    """One dialect at one capacity: its replay, or why the dialect refuses the configuration."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    capacity: int = Field(description="the cache capacity in blocks")
+    hit_rate: float | None = Field(None, description="total_hit_tokens / total_prompt_tokens of the replay; absent if refused")
+    difference: float | None = Field(
+        None, description="hit_rate minus the canonical policy's at this capacity (0.01 is one percentage point); absent if refused")
+    refused: str | None = Field(None, description="the clause that refuses this configuration in this dialect, and why; absent if replayed")
+    result: ReplayResult | None = Field(None, description="the replay's result, as `kvspec replay` writes it; absent if refused")
+
+
+class AblationRow(BaseModel):
+    """The canonical policy, one variation point (with those it requires), or a known
+    implementation's dialect, at every capacity of the ablation."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    name: str = Field(description="'canonical', the variation point's id, or the known implementation's dialect name (DIALECT-5)")
+    kind: Kind = Field(description="which of the three the row is")
+    clause: str | None = Field(None, description="the variation point's clause in spec/dialects.md; absent for the other kinds")
+    required: list[str] = Field(description="the variation points replayed with this one because it is defined on top of them (DIALECT-3)")
+    dialect: list[str] = Field(description="every variation point replayed, in spec/dialects.md's order; empty for the canonical policy")
+    replaces: list[str] = Field(description="the canonical clauses the dialect replaces, in spec/dialects.md's order")
+    points: list[AblationPoint] = Field(description="one per capacity, in the ablation's order")
+
+
+class AblationTrace(BaseModel):
+    """Every row of the ablation on one trace."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    trace: str = Field(description="the trace's file name")
+    unbounded_hit_rate: float = Field(description="the hit rate of a cache that never evicts: the ceiling of every row")
+    rows: list[AblationRow] = Field(
+        description="the canonical policy, then each variation point in spec/dialects.md's order, then each known dialect")
+
+
+class Ablation(BaseModel):
+    """`kvspec sweep --ablate`: the effect on S3FIFO's hit rate of each variation point alone, and
+    of each known implementation's dialect whole, on each trace and at each capacity."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    policy: Literal["s3fifo"] = Field(description="the policy ablated")
+    block_size: int = Field(description="tokens per block (REPLAY-CONF-2)")
+    small_ratio: float = Field(description="S3FIFO's small-queue share of the capacity (S3-CONF-1)")
+    max_freq: int = Field(description="S3FIFO's frequency ceiling (S3-CONF-6)")
+    capacities: list[int] = Field(description="the capacities in blocks, in the order every row's points follow")
+    traces: list[AblationTrace] = Field(description="one per trace, in the order given")
+
+
+def ablated_dialects() -> list[tuple[str, Kind, Dialect]]:
+    """The rows of an ablation: the canonical S3FIFO, each of its variation points with those it
+    requires (DIALECT-3), and each known implementation's S3FIFO dialect (DIALECT-5)."""
+    rows: list[tuple[str, Kind, Dialect]] = [("canonical", "canonical", CANONICAL)]
+    rows += [(v.id, "variation point", dialect_for("s3fifo", None, (v.id, *v.requires))) for v in VARIATIONS.values() if "s3fifo" in v.policies]
+    rows += [(name, "dialect", dialect_for("s3fifo", name)) for name, policies in KNOWN_DIALECTS.items() if "s3fifo" in policies]
+    return rows
+
+
+def refusal(config: ReplayConfig) -> str | None:
+    """Why the reference refuses ``config`` (its clause first), or None."""
+    try:
+        make_policy(config)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+Records = Callable[[str], Iterable[tuple[int, TraceRecord]]]
+
+
+def ablate(traces: Sequence[tuple[str, Records]], base: ReplayConfig, capacities: Sequence[int]) -> Ablation:
+    """Replay each trace (its path, and ``records(label)`` as sweep takes it) once per row of
+    ablated_dialects and capacity, and once without eviction.
+
+    Every configuration is checked before the first replay: the canonical policy must accept each
+    capacity (or its ConfigError is raised); a dialect that refuses one (max-freq-min-1 refuses
+    max_freq 0) gets the refusal in its point instead of a replay.
+    """
+    rows = ablated_dialects()
+    configs = [[replace(base, policy="s3fifo", capacity=capacity, dialect=dialect) for capacity in capacities] for _, _, dialect in rows]
+    for config in configs[0]:
+        make_policy(config)  # the canonical row: what every other is measured against
+    refusals = [[refusal(config) for config in row] for row in configs]
+    total = len(traces) * (1 + sum(why is None for row in refusals for why in row))
+    done = 0
+
+    def replayed(path: str, records: Records, config: ReplayConfig, what: str) -> ReplayResult:
+        nonlocal done
+        done += 1
+        return replay(records(f"[{done}/{total}] {Path(path).name}: {what}"), config, path=path)
+
+    ablated = []
+    for path, records in traces:
+        results = [[None if why else replayed(path, records, config, f"{name} at {config.capacity:,} blocks")
+                    for config, why in zip(row, whys, strict=True)]
+                   for (name, _, _), row, whys in zip(rows, configs, refusals, strict=True)]
+        ceiling = replayed(path, records, replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL), "a cache that never evicts")
+        canonical = [hit_rate(result) for result in results[0] if result is not None]
+        ablated.append(AblationTrace(
+            trace=Path(path).name,
+            unbounded_hit_rate=hit_rate(ceiling),
+            rows=[ablation_row(name, kind, dialect, [ablation_point(capacity, why, result, rate)
+                                                     for capacity, why, result, rate in zip(capacities, whys, row, canonical, strict=True)])
+                  for (name, kind, dialect), whys, row in zip(rows, refusals, results, strict=True)],
+        ))
+    return Ablation(policy="s3fifo", block_size=base.block_size, small_ratio=base.small_ratio, max_freq=base.max_freq,
+                    capacities=list(capacities), traces=ablated)
+
+
+def ablation_point(capacity: int, refused: str | None, result: ReplayResult | None, canonical: float) -> AblationPoint:
+    if result is None:
+        return AblationPoint(capacity=capacity, refused=refused)
+    return AblationPoint(capacity=capacity, hit_rate=hit_rate(result), difference=hit_rate(result) - canonical, result=result)
+
+
+def ablation_row(name: str, kind: Kind, dialect: Dialect, points: list[AblationPoint]) -> AblationRow:
+    variation = VARIATIONS.get(name) if kind == "variation point" else None
+    return AblationRow(name=name, kind=kind, clause=variation.clause if variation else None,
+                       required=list(variation.requires) if variation else [],
+                       dialect=in_catalogue_order(dialect), replaces=replaced_clauses(dialect), points=points)
+
+
+def capacity_shades(count: int) -> list[tuple[float, float, float]]:
+    """One shade of S3FIFO's colour per capacity, light to dark as the capacity grows: every bar is
+    S3FIFO (its colour in every figure), and the order of the capacities reads as one."""
+    from matplotlib.colors import to_rgb
+
+    colour = to_rgb(POLICY_STYLES["s3fifo"]["color"])
+    weights = [0.3 + 0.7 * i / max(count - 1, 1) for i in range(count)]
+    return [tuple(1 - w + w * c for c in colour) for w in weights]  # type: ignore[misc]
+
+
+def row_label(row: AblationRow) -> str:
+    """A row's name, with what it is replayed with."""
+    if row.kind == "dialect":
+        return f"{row.name} (dialect)"
+    return f"{row.name} (+ {', '.join(row.required)})" if row.required else row.name
+
+
+def row_note(row: AblationRow) -> str:
+    """What a row without a bar says instead: that it changes nothing, or that it refuses the configuration."""
+    if any(p.refused for p in row.points):
+        return "refuses the configuration"
+    return "no effect" if all(p.difference == 0 for p in row.points) else ""
+
+
+SYMLOG_TICKS = (-50, -20, -10, -5, -1, -0.5, 0, 0.5, 1, 5, 10, 20, 50)
+
+
+def plot_ablation(result: Ablation, path: Path) -> None:
+    """The difference each variation point alone, and each known dialect whole, makes to the
+    canonical S3FIFO's hit rate: one panel per trace, one row per dialect, one bar per capacity;
+    written whole to ``path`` (PNG, SVG or PDF)."""
+    rows = [row for row in result.traces[0].rows if row.kind != "canonical"]
+    columns = len(result.traces)
+    drawn, panels = figure(columns, (3.5 + 5 * columns, 1.5 + 0.12 * len(rows) * (2 + len(result.capacities))))
+    panels = list(panels) if columns > 1 else [panels]
+    shades = capacity_shades(len(result.capacities))
+    height = 0.8 / len(result.capacities)
+    for panel, trace in zip(panels, result.traces, strict=True):
+        drawn_rows = [row for row in trace.rows if row.kind != "canonical"]
+        for i, (capacity, shade) in enumerate(zip(result.capacities, shades, strict=True)):
+            positions = [r + (i - (len(shades) - 1) / 2) * height for r in range(len(drawn_rows))]
+            differences = [100 * (row.points[i].difference or 0.0) for row in drawn_rows]
+            panel.barh(positions, differences, height, color=shade, label=f"{capacity:,} blocks")
+        for r, row in enumerate(drawn_rows):
+            panel.annotate(row_note(row), (0, r), xytext=(4, 0), textcoords="offset points", va="center", color="grey", fontsize="small")
+        panel.set_yticks(range(len(drawn_rows)), [row_label(row) for row in drawn_rows] if panel is panels[0] else [])
+        panel.set_ylim(len(drawn_rows) - 0.5, -0.5)  # the catalogue's order, top to bottom
+        dialects = [r for r, row in enumerate(drawn_rows) if row.kind == "dialect"]
+        if dialects:
+            panel.axhline(dialects[0] - 0.5, **NEVER_EVICTS)  # the known dialects apart, below the variation points
+        panel.axvline(0, color="black", linewidth=0.8)
+        # One variation point can cost tens of points where others move a tenth: linear within ±1, logarithmic beyond.
+        panel.set_xscale("symlog", linthresh=1)
+        low, high = panel.get_xlim()
+        panel.set_xticks([t for t in SYMLOG_TICKS if low <= t <= high], [f"{t:+g}" if t else "0" for t in SYMLOG_TICKS if low <= t <= high])
+        panel.minorticks_off()
+        panel.set_xlabel("hit rate minus the canonical S3FIFO's (percentage points)")
+        panel.set_title(on_trace(trace.trace).strip())
+        panel.grid(True, axis="x", alpha=0.3)
+    drawn.legend(*panels[0].get_legend_handles_labels(), title="capacity", loc="outside lower center", ncols=len(result.capacities))
+    drawn.suptitle("Each S3FIFO variation point alone, and each known dialect whole, against the canonical S3FIFO\n"
+                   f"(blocks of {result.block_size:,} tokens, small_ratio {result.small_ratio}, max_freq {result.max_freq}; "
+                   "the difference is drawn linear within ±1 point, logarithmic beyond)")
     save(drawn, path)
