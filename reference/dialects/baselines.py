@@ -65,8 +65,10 @@ def fifo_state_holds(cache: "DialectFIFO") -> bool:
 
 @snapshot(lambda cache: len(cache.arrival), "resident")
 @snapshot(lambda cache, h: h in cache.arrival, "was_resident")
+@snapshot(lambda cache: list(cache.arrival), "order", per_access_state=True)
 @require(fifo_state_holds, "FIFO-CAP-1, DIALECT-REPLAY-1, DIALECT-REPLAY-2")
 @ensure(fifo_state_holds, "FIFO-CAP-1, DIALECT-REPLAY-1, DIALECT-REPLAY-2")
+@ensure(lambda OLD, cache: not OLD.was_resident or list(cache.arrival) == OLD.order, "FIFO-ACCESS-1: a hit changes nothing", per_access_state=True)
 @ensure(lambda OLD, cache, h: OLD.was_resident or cache.capacity < 1 or next(reversed(cache.arrival)) == h,
         "FIFO-ADMIT-1: a missed block joins at the tail")
 @ensure(lambda OLD, cache: len(cache.arrival) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, max(cache.capacity, 0))),
@@ -155,7 +157,8 @@ def parent_refuses(cache: "DialectLRU", h: int) -> bool:
 def lru_state_holds(cache: "DialectLRU") -> bool:
     """LRU-CAP-1 at max(capacity, 0) blocks (DIALECT-REPLAY-1, DIALECT-REPLAY-2); DIALECT-LRU-2: a
     protected block is resident; DIALECT-LRU-1 and DIALECT-LRU-3 together: the resident blocks are
-    prefix-closed (each one's parent is resident, or the root)."""
+    prefix-closed (each one's parent is resident, or the root). Checked once a request (the replay's
+    REPLAY-POLICY-1 check)."""
     recency = cache.recency
     closed = not {"lru-evict-leaves", "lru-admit-under-parent"} <= cache.dialect or all(
         cache.paths.parent_of[b] == ROOT or cache.paths.parent_of[b] in recency for b in recency)
@@ -165,8 +168,7 @@ def lru_state_holds(cache: "DialectLRU") -> bool:
 @snapshot(lambda cache: len(cache.recency), "resident")
 @snapshot(lambda cache, h: h in cache.recency, "was_resident")
 @require(lambda cache: len(cache.recency) <= max(cache.capacity, 0), "LRU-CAP-1, DIALECT-REPLAY-1, DIALECT-REPLAY-2")
-@require(lru_state_holds, "LRU-CAP-1, DIALECT-LRU-1 to DIALECT-LRU-3 as the dialect keeps them", per_access_state=True)
-@ensure(lru_state_holds, "LRU-CAP-1, DIALECT-LRU-1 to DIALECT-LRU-3 as the dialect keeps them", per_access_state=True)
+@ensure(lambda cache: cache.protected <= cache.recency.keys(), "DIALECT-LRU-2: a protected block is not evicted", per_access_state=True)
 @ensure(lambda OLD, cache, h: not OLD.was_resident or h in cache.recency, "LRU-ACCESS-1: a resident block stays resident")
 @ensure(lambda OLD, cache, h: OLD.was_resident or h not in cache.recency or next(reversed(cache.recency)) == h,
         "LRU-ADMIT-1: an admitted block is the most recent")
