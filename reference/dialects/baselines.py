@@ -8,8 +8,7 @@ replays both in lockstep).
 
 Under path-ids (DIALECT-REPLAY-3) a block is its prefix path, interned as (its parent block, its
 hash) -> an int; ROOT is the parent of a request's first block, so a request's start is visible
-from its keys, which is where the LRU's protection and abandonment (DIALECT-LRU-2, DIALECT-LRU-3)
-begin afresh.
+from its keys, which is where the LRU's protection (DIALECT-LRU-2) begins afresh.
 """
 
 from collections import OrderedDict
@@ -131,7 +130,7 @@ def evict(cache: "DialectLRU") -> bool:
     DIALECT-LRU-2 the least recently accessed candidate. Whether there was one to remove."""
     victim = next((b for b in cache.recency if is_candidate(cache, b)), None)  # head first: least recent first
     if victim is None:
-        return False  # DIALECT-LRU-2: every resident block is protected
+        return False  # every resident block is protected (DIALECT-LRU-2), or there is none
     del cache.recency[victim]
     if "path-ids" in cache.dialect:
         cache.resident_children[cache.paths.parent_of[victim]] -= 1
@@ -176,14 +175,9 @@ def lru_state_holds(cache: "DialectLRU") -> bool:
         "LRU-EVICT-1: at most one eviction and one admission")
 def lru_access(cache: "DialectLRU", h: int) -> None:
     """LRU-ACCESS-1, LRU-EVICT-1, LRU-ADMIT-1 (on blocks as the dialect names them), with the
-    request's protection and abandonment (DIALECT-LRU-2, DIALECT-LRU-3)."""
-    if cache.capacity < 1:
-        return  # DIALECT-REPLAY-1, DIALECT-REPLAY-2: a cache that holds nothing admits nothing
-    if "path-ids" in cache.dialect and starts_request(cache, h):
-        cache.protected.clear()  # DIALECT-LRU-2: a request protects only its own blocks
-        cache.abandoned = False  # DIALECT-LRU-2, DIALECT-LRU-3: only the rest of its own request
-    if cache.abandoned:
-        return  # DIALECT-LRU-2, DIALECT-LRU-3: no later block of an abandoned request is accessed
+    request's protection (DIALECT-LRU-2) and the parent's check (DIALECT-LRU-3)."""
+    if "lru-protect-request" in cache.dialect and starts_request(cache, h):
+        cache.protected.clear()  # DIALECT-LRU-2: a request protects only what it found
     recency = cache.recency
     if h in recency:
         requeue(recency, h, True)  # LRU-ACCESS-1
@@ -191,19 +185,19 @@ def lru_access(cache: "DialectLRU", h: int) -> None:
             cache.protected.add(h)  # DIALECT-LRU-2: found resident by this request
         return
     if len(recency) >= cache.capacity and not evict(cache):  # LRU-EVICT-1
-        cache.abandoned = True  # DIALECT-LRU-2: no victim, so neither h nor the rest of the request is admitted
+        # No victim, so h is not admitted: every resident block is protected (DIALECT-LRU-2), or a
+        # capacity <= 0 holds none (DIALECT-REPLAY-1, DIALECT-REPLAY-2).
         return
     if parent_refuses(cache, h):
-        cache.abandoned = True  # DIALECT-LRU-3: after the eviction, even one that took the parent
-        return
+        return  # DIALECT-LRU-3: checked after the eviction, even one that took the parent
     admit(cache, h)  # LRU-ADMIT-1
 
 
 @dataclass(slots=True, eq=False)
 class DialectLRU:
     """One LRU cache in a dialect: the canonical recency queue, the paths seen and each block's
-    resident children (DIALECT-REPLAY-3, DIALECT-LRU-1), the current request's protected blocks
-    (DIALECT-LRU-2), and whether the current request was abandoned (DIALECT-LRU-2, DIALECT-LRU-3)."""
+    resident children (DIALECT-REPLAY-3, DIALECT-LRU-1), and the blocks the current request has
+    found resident (DIALECT-LRU-2)."""
 
     dialect: Dialect
     capacity: int
@@ -211,7 +205,6 @@ class DialectLRU:
     paths: Paths
     resident_children: dict[int, int] = field(default_factory=dict)
     protected: set[int] = field(default_factory=set)
-    abandoned: bool = False
 
     @classmethod
     def empty(cls, dialect: Dialect, capacity: int) -> "DialectLRU":
