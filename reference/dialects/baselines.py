@@ -11,13 +11,13 @@ hash) -> an int; ROOT is the parent of a request's first block, so a request's s
 from its keys, which is where the LRU's protection (DIALECT-LRU-2) begins afresh.
 """
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from ..contracts import ensure, require, snapshot
 from ..queues import HashQueue, pop_head, requeue
 from ..validation import INT64_MIN, check_count
-from .catalogue import Dialect
+from .catalogue import Dialect, dialect_problem
 
 ROOT = 0  # DIALECT-REPLAY-3: the empty path, every first block's parent; never a block, always resident
 
@@ -155,19 +155,29 @@ def parent_refuses(cache: "DialectLRU", h: int) -> bool:
 
 def lru_state_holds(cache: "DialectLRU") -> bool:
     """LRU-CAP-1 at max(capacity, 0) blocks (DIALECT-REPLAY-1, DIALECT-REPLAY-2); DIALECT-LRU-2: a
-    protected block is resident; DIALECT-LRU-1 and DIALECT-LRU-3 together: the resident blocks are
-    prefix-closed (each one's parent is resident, or the root). Checked once a request (the replay's
-    REPLAY-POLICY-1 check)."""
-    recency = cache.recency
+    protected block is resident; DIALECT-REPLAY-3: each resident block is a path seen, and
+    ``resident_children`` counts each block's resident children; DIALECT-LRU-1 and DIALECT-LRU-3
+    together: the resident blocks are prefix-closed (each one's parent is resident, or the root)."""
+    recency, paths = cache.recency, cache.paths
+    if len(recency) > max(cache.capacity, 0) or not cache.protected <= recency.keys():
+        return False
+    if "path-ids" not in cache.dialect:
+        return True
+    if not all(0 < b < len(paths.parent_of) for b in recency):
+        return False
+    children = Counter(paths.parent_of[b] for b in recency)
     closed = not {"lru-evict-leaves", "lru-admit-under-parent"} <= cache.dialect or all(
-        cache.paths.parent_of[b] == ROOT or cache.paths.parent_of[b] in recency for b in recency)
-    return len(recency) <= max(cache.capacity, 0) and cache.protected <= recency.keys() and closed
+        paths.parent_of[b] == ROOT or paths.parent_of[b] in recency for b in recency)
+    return closed and all(cache.resident_children.get(b, 0) == n for b, n in children.items()) and sum(cache.resident_children.values()) == len(recency)
 
 
 @snapshot(lambda cache: len(cache.recency), "resident")
 @snapshot(lambda cache, h: h in cache.recency, "was_resident")
+@require(lambda cache: dialect_problem("lru", cache.dialect) is None, "DIALECT-2 to DIALECT-4")
+@require(lambda cache, h: "path-ids" not in cache.dialect or 0 < h < len(cache.paths.parent_of), "DIALECT-REPLAY-3: h is a block")
 @require(lambda cache: len(cache.recency) <= max(cache.capacity, 0), "LRU-CAP-1, DIALECT-REPLAY-1, DIALECT-REPLAY-2")
-@ensure(lambda cache: cache.protected <= cache.recency.keys(), "DIALECT-LRU-2: a protected block is not evicted", per_access_state=True)
+@require(lru_state_holds, "LRU-CAP-1, DIALECT-REPLAY-3, DIALECT-LRU-1 to DIALECT-LRU-3 as the dialect keeps them", per_access_state=True)
+@ensure(lru_state_holds, "LRU-CAP-1, DIALECT-REPLAY-3, DIALECT-LRU-1 to DIALECT-LRU-3 as the dialect keeps them", per_access_state=True)
 @ensure(lambda OLD, cache, h: not OLD.was_resident or h in cache.recency, "LRU-ACCESS-1: a resident block stays resident")
 @ensure(lambda OLD, cache, h: OLD.was_resident or h not in cache.recency or next(reversed(cache.recency)) == h,
         "LRU-ADMIT-1: an admitted block is the most recent")
