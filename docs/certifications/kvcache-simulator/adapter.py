@@ -90,12 +90,12 @@ class KvcacheSimulator:
             frame.f_trace_lines = False  # only its return is wanted
             return on_return
 
-        plan = self.plan(self.accessed)
+        plan, previous = self.plan(self.accessed), sys.gettrace()  # a debugger's or coverage's tracer is put back after
         sys.settrace(on_call)
         try:
             simulate_policy(plan, config.policy, config.capacity)
         finally:
-            sys.settrace(None)
+            sys.settrace(previous)
         return final.get("cache_size", 0)  # no cache_size: it returned before building a cache (capacity <= 0)
 
     def snapshot(self) -> Snapshot:
