@@ -13,7 +13,7 @@ from .fifo import FIFO
 from .lru import LRU
 from .s3fifo import S3FIFO
 from .trace import TraceRecord
-from .validation import INT64_MAX, check_count
+from .validation import INT64_MAX, INT64_MIN, check_count
 
 PolicyName = Literal["s3fifo", "lru", "fifo"]
 POLICIES: tuple[PolicyName, ...] = ("s3fifo", "lru", "fifo")
@@ -106,7 +106,7 @@ def checked_total(path: str, line_number: int, total_prompt_tokens: int) -> int:
     return total_prompt_tokens
 
 
-@snapshot(lambda policy, hash_ids: policy.is_resident(hash_ids[0]), "first_resident")
+@snapshot(lambda policy, hash_ids: policy.is_resident(policy.blocks(hash_ids)[0]), "first_resident")
 @require(lambda hash_ids: len(hash_ids) >= 1, "REPLAY-TRACE-2: at least one block")
 @ensure(lambda policy: policy.state_invariants_hold(), "S3-QUEUE-2, S3-FREQ-1, S3-INV-1..3, LRU-CAP-1, FIFO-CAP-1")
 @ensure(lambda OLD, result: OLD.first_resident or result == 0, "REPLAY-INV-3: a request whose first block is not resident hits 0")
@@ -171,7 +171,7 @@ class ReplayResult(BaseModel):
     total_hit_tokens: int = Field(ge=0, le=INT64_MAX)
     total_prompt_tokens: int = Field(ge=0, le=INT64_MAX)
     final_cache_blocks: int = Field(ge=0, le=INT64_MAX)
-    cache_capacity_blocks: int = Field(ge=1, le=INT64_MAX)
+    cache_capacity_blocks: int = Field(ge=INT64_MIN, le=INT64_MAX)  # below 1 only in a dialect (REPLAY-DIALECT-1, REPLAY-DIALECT-2)
     dialect: list[str] | None = None  # DIALECT-6: the variation points, in spec/dialects.md's order; absent when canonical
     per_request: list[RequestResult] | None
 
@@ -200,7 +200,7 @@ class RequestSink(Protocol):
     lambda result: result.per_request is None or sum(r.prompt_tokens for r in result.per_request) == result.total_prompt_tokens,
     "REPLAY-RESULT-3: per-request prompt tokens sum to the total",
 )
-@ensure(lambda result: result.final_cache_blocks <= result.cache_capacity_blocks, "REPLAY-INV-2")
+@ensure(lambda result: result.final_cache_blocks <= max(result.cache_capacity_blocks, 0), "REPLAY-INV-2")
 def replay(
     records: Iterable[tuple[int, TraceRecord]],
     config: ReplayConfig,

@@ -7,6 +7,7 @@ installed: the heavy ones are in the `thirdparty` extra, which CI does not insta
 
 import json
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -14,8 +15,11 @@ from importlib.metadata import distributions, version
 from pathlib import Path
 
 from kvspec.adapters import load_adapter
+from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.report import Report
+from kvspec.reference import ReplayConfig, make_policy, replay_request
+from kvspec.reference.dialects import Dialect
 
 ROOT = Path(__file__).resolve().parent.parent
 CERTIFICATIONS = ROOT / "docs" / "certifications"
@@ -75,3 +79,34 @@ def reproduced_by_its_dialect(folder: str, dialect: str, policy: str, capacities
             replayed = kvspec("replay", trace, "--policy", policy, "--dialect", dialect, "--capacity", str(capacity), "--adapter", adapter)
             assert replayed.returncode == 0, (trace, capacity, replayed.stderr)
             assert json.loads(replayed.stdout)["requests"] > 3000
+
+
+def agrees_in_dialect(adapter: Adapter, config: AdapterConfig, dialect: Dialect, requests: list[tuple[list[int], int]],
+                      *, every_count: bool = True) -> list[int]:
+    """The implementation and the reference in ``dialect``, in lockstep: each request's hit tokens
+    (asked before its access) and the resident count after it (``every_count``), or after the last
+    request only. The hit tokens, request by request."""
+    reference = make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, dialect=dialect))
+    adapter.configure(config)
+    hits = []
+    for number, (hash_ids, input_length) in enumerate(requests, 1):
+        actual = adapter.hit_tokens(hash_ids, input_length)
+        adapter.access(hash_ids)
+        expected = replay_request(reference, hash_ids, input_length, config.block_size)
+        assert actual == expected, f"{config}, request {number} of {requests}: {actual} hit tokens, the dialect {expected}"
+        if every_count or number == len(requests):
+            assert adapter.resident_count() == reference.resident_count(), f"{config}, after request {number} of {requests}"
+        hits.append(actual)
+    return hits
+
+
+def random_requests(draw: random.Random, *, chained: bool, block_size: int) -> list[tuple[list[int], int]]:
+    """1 to 12 requests of 1 to 6 blocks, ids from a pool of 2 to 5: repeated within a request and
+    found under other prefixes; or, ``chained``, each id naming its whole prefix, as in the Mooncake
+    traces. Each input_length is one REPLAY-TRACE-3 accepts at ``block_size``."""
+    pool = draw.randint(2, 5)
+    raw = [[draw.randrange(pool) for _ in range(draw.randint(1, 6))] for _ in range(draw.randint(1, 12))]
+    if chained:
+        names: dict[tuple[int, ...], int] = {}
+        raw = [[names.setdefault(tuple(ids[:i + 1]), len(names) + 1) for i in range(len(ids))] for ids in raw]
+    return [(ids, draw.randint((len(ids) - 1) * block_size + 1, len(ids) * block_size)) for ids in raw]

@@ -123,7 +123,7 @@ def test_a_dialect_and_variations_apply_to_every_policy_swept_as_replay_applies_
     """DIALECT-5: without --policy, the sweep covers the policies s3fifo-pypi has (S3FIFO alone);
     each point is the replay of S3FIFO in that dialect plus the --variation, and differs from the
     canonical replay and from the dialect's without the variation (at 16 blocks its small queue of
-    one block refuses every new block, DIALECT-S3-17)."""
+    one block refuses every new block, S3-DIALECT-17)."""
     trace = conversation_slice(tmp_path / "t.jsonl")
     run = kvspec("sweep", str(trace), "--dialect", "s3fifo-pypi", "--variation", "small-refuses-own-size", "--capacity", "16", "--capacity", "48",
                  "--output", str(tmp_path / "sweep.json"))
@@ -185,7 +185,7 @@ def test_every_row_of_the_ablation_is_the_replay_of_its_dialect(tmp_path: Path) 
 
 
 def test_a_dialect_that_refuses_the_configuration_says_so_in_its_row(tmp_path: Path) -> None:
-    """DIALECT-S3-8: max-freq-min-1 (alone, and in s3fifo-cache's dialect) refuses max_freq 0,
+    """S3-DIALECT-8: max-freq-min-1 (alone, and in s3fifo-cache's dialect) refuses max_freq 0,
     which the canonical policy accepts; the other rows are replayed, each labelled on the progress line."""
     trace = small_trace(tmp_path / "t.jsonl")
     labels: list[str] = []
@@ -198,7 +198,7 @@ def test_a_dialect_that_refuses_the_configuration_says_so_in_its_row(tmp_path: P
     [ablated] = result.traces
     refused = {row.name: row.points[0].refused for row in ablated.rows if row.points[0].refused}
     assert set(refused) == {"max-freq-min-1", "s3fifo-cache"}
-    assert all(why.startswith("DIALECT-S3-8: ") for why in refused.values())
+    assert all(why.startswith("S3-DIALECT-8: ") for why in refused.values())
     assert all(row.points[0].result is None and row.points[0].hit_rate is None for row in ablated.rows if row.name in refused)
     assert ablated.unbounded_hit_rate == never_evicting_hit_rate()
     replayed_rows = [row.name for row in ablated.rows if row.name not in refused]

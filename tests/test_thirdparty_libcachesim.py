@@ -4,6 +4,7 @@ the version installed. libcachesim is heavy (native libraries, numpy, boto3): it
 `thirdparty` extra, and these tests skip without it."""
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,17 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import load_adapter
-from kvspec.adapters.interface import AdapterConfig
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused
+from kvspec.reference.dialects import dialect_for
 
-from certifications import adapter_of, published_report_replays, quick_certification_fails, readme_cites_only
+from certifications import (
+    adapter_of,
+    agrees_in_dialect,
+    published_report_replays,
+    quick_certification_fails,
+    random_requests,
+    readme_cites_only,
+)
 
 libcachesim = pytest.importorskip("libcachesim", reason="pip install '.[thirdparty]' (libcachesim 0.3.5)")
 
@@ -67,3 +76,35 @@ def test_libcachesim_promotes_into_m_without_draining_it(tmp_path: Path) -> None
                           adapter_of("libcachesim"), "--policy", "s3fifo", "--capacity", "7",
                           "--block-size", "1", "--small-ratio", "0.75", "--max-freq", "1"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 3 and "(request 5)" in run.stderr and "expected 0 hit tokens, got 2" in run.stderr, run.stderr
+
+
+# Hash ids at the edges of kvspec's signed 64-bit range, which the adapter maps one to one onto libCacheSim's unsigned obj_id.
+WIDE = [-(2**63), -1, 0, 2**63 - 1, 2**62, -(2**62)]
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+def test_libcachesim_lru_and_fifo_agree_with_their_dialect_in_lockstep(policy: str) -> None:
+    """The dialect libcachesim of LRU and FIFO (capacity-0-empty), request by request: hit tokens
+    and resident count, at capacities 0 to 8, block sizes 1, 3 and 16, chained and arbitrary ids,
+    a quarter of them at the edges of the id range."""
+    draw = random.Random(15)
+    adapter = load_adapter(adapter_of("libcachesim"))
+    dialect = dialect_for(policy, "libcachesim")
+    for example in range(200):
+        block_size = draw.choice([1, 3, 16])
+        requests = random_requests(draw, chained=example % 2 == 0, block_size=block_size)
+        if example % 4 == 1:
+            requests = [([WIDE[h % len(WIDE)] for h in hash_ids], input_length) for hash_ids, input_length in requests]
+        agrees_in_dialect(adapter, AdapterConfig(policy, draw.randint(0, 8), block_size), dialect, requests)
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+def test_libcachesim_lru_and_fifo_refuse_a_negative_capacity_themselves(policy: str) -> None:
+    """REPLAY-CONF-1, REPLAY-DIALECT-1: the binding raises ValueError for cache_size -1, which the
+    adapter passes on as a refusal; at 0 it builds a cache that admits nothing."""
+    adapter = load_adapter(adapter_of("libcachesim"))
+    with pytest.raises(ConfigRefused, match="non-negative"):
+        adapter.configure(AdapterConfig(policy, -1, 1))
+    adapter.configure(AdapterConfig(policy, 0, 1))
+    adapter.access([1, 1, 2])
+    assert (adapter.hit_tokens([1], 1), adapter.resident_count()) == (0, 0)

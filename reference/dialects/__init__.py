@@ -1,15 +1,20 @@
 """Dialects (spec/dialects.md): the canonical policies with the variation points real
 implementations take, each a literal alternative rule chosen by configuration."""
 
+from .baselines import DialectFIFO, DialectLRU
 from .catalogue import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, Variation, dialect_for, in_catalogue_order, replaced_clauses
 from .s3fifo import DialectS3FIFO
 
 __all__ = [
-    "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectS3FIFO", "Variation", "dialect_for", "dialect_policy",
-    "in_catalogue_order", "replaced_clauses",
+    "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectFIFO", "DialectLRU", "DialectS3FIFO", "Variation", "dialect_for",
+    "dialect_policy", "in_catalogue_order", "replaced_clauses",
 ]
 
 
-def dialect_policy(policy: str, dialect: Dialect, capacity: int, small_ratio: float, max_freq: int) -> DialectS3FIFO:
+def dialect_policy(policy: str, dialect: Dialect, capacity: int, small_ratio: float, max_freq: int) -> DialectS3FIFO | DialectLRU | DialectFIFO:
     """DIALECT-1: an empty cache of ``policy`` in ``dialect``."""
+    if policy == "lru":
+        return DialectLRU.empty(dialect, capacity)
+    if policy == "fifo":
+        return DialectFIFO.empty(dialect, capacity)
     return DialectS3FIFO.empty(dialect, capacity, small_ratio, max_freq)

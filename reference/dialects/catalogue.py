@@ -49,7 +49,7 @@ VARIATIONS = {v.id: v for v in (
     Variation("capacity-nonpositive-empty", "REPLAY-DIALECT-2", BASELINES, ("REPLAY-CONF-1",), excludes=("capacity-0-empty",)),
     Variation("path-ids", "REPLAY-DIALECT-3", BASELINES, ("REPLAY-TRACE-4",)),
     Variation("lru-evict-leaves", "LRU-DIALECT-1", ("lru",), ("LRU-EVICT-1",), requires=("path-ids",)),
-    Variation("lru-protect-request", "LRU-DIALECT-2", ("lru",), ("LRU-EVICT-1",), requires=("path-ids",)),
+    Variation("lru-protect-request", "LRU-DIALECT-2", ("lru",), ("LRU-EVICT-1", "LRU-ADMIT-1"), requires=("path-ids",)),
     Variation("lru-admit-under-parent", "LRU-DIALECT-3", ("lru",), ("LRU-ADMIT-1",), requires=("path-ids",)),
 )}
 
