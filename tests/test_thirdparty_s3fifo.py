@@ -66,3 +66,21 @@ def test_s3fifo_lets_main_grow_past_main_cap() -> None:
         largest = max(largest, len(cache._main))
         assert len(cache) <= 4
     assert largest > cache._main_cap == 2
+
+
+def test_s3fifo_sizes_its_ghost_at_90_percent_and_promotes_at_the_second_hit_by_default() -> None:
+    """S3-CONF-4, S3-ADMIT-S-2: ghost_size_ratio 0.9 and move_to_main_threshold 2 unless told
+    otherwise; a block hit once in S goes to G, not M (capacity 10, small 2)."""
+    cache = s3fifo.S3FIFOCache(10, small_size_ratio=0.2)
+    assert cache._ghost_cap == 9 and cache._main_cap == 8
+    cache_aside(cache, [*range(1, 11), 1, 11])
+    assert 1 in cache._ghost and 1 not in cache._main
+
+
+def test_s3fifo_forgets_main_victims() -> None:
+    """S3-ADMIT-M-3: an entry of M with freq 0 is dropped, never put in G (capacity 4, small 2: 3
+    and 4 reach M by the first puts' shortcut; 1 and 2, hit twice, are promoted for 5, which
+    empties S and evicts M's head, 3)."""
+    cache = s3fifo.S3FIFOCache(4, small_size_ratio=0.5)
+    cache_aside(cache, [1, 2, 3, 4, 1, 1, 2, 2, 5])
+    assert (list(cache._small), list(cache._main), list(cache._ghost)) == ([5], [4, 1, 2], [])
