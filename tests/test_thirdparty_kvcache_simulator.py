@@ -25,7 +25,7 @@ from kvspec.adapters.interface import AdapterConfig
 from kvspec.reference import ReplayConfig, bundled_trace_path, make_policy, replay_request
 from kvspec.reference.dialects import dialect_for
 
-from certifications import adapter_of, agrees_in_dialect, random_requests
+from certifications import adapter_of, agrees_in_dialect, kvspec, random_requests
 
 pytest.importorskip("kvcache_sim", reason="pip install '.[test]' (kvcache-simulator 0.1.3)")
 
@@ -46,6 +46,13 @@ def test_the_adapter_drives_the_version_pyproject_pins() -> None:
     """The adapter reads the package's internals, so it is pinned; the installed one is that version."""
     assert '"kvcache-simulator==0.1.3"' in PYPROJECT.read_text()
     assert version("kvcache-simulator") == "0.1.3" == load_adapter(adapter_of("kvcache-simulator")).identity.version
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+def test_a_quick_certification_against_its_dialect_conforms(policy: str) -> None:
+    """DIALECT-7: through the published adapter, as `kvspec certify --dialect kvcache-simulator` runs it."""
+    run = kvspec("certify", "--adapter", adapter_of("kvcache-simulator"), "--policy", policy, "--dialect", "kvcache-simulator")
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo"])

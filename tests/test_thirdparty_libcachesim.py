@@ -22,6 +22,7 @@ from certifications import (
     quick_certification_fails,
     random_requests,
     readme_cites_only,
+    reproduced_by_its_dialect,
 )
 
 libcachesim = pytest.importorskip("libcachesim", reason="pip install '.[thirdparty]' (libcachesim 0.3.5)")
@@ -33,6 +34,11 @@ def test_the_published_report_is_for_the_installed_version_and_its_counterexampl
 
 def test_a_quick_certification_through_the_published_adapter_fails() -> None:
     quick_certification_fails("libcachesim")
+
+
+def test_its_dialect_libcachesim_reproduces_its_s3fifo_on_both_mooncake_traces() -> None:
+    """DIALECT-5: spec/dialects.md's libcachesim dialect is S3FIFO.c, request by request."""
+    reproduced_by_its_dialect("libcachesim", "libcachesim", "s3fifo", (64, 256, 4096))
 
 
 def test_the_published_readme_cites_only_facts_these_tests_check() -> None:

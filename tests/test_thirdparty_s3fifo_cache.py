@@ -15,7 +15,6 @@ import random
 import shlex
 import sys
 from collections.abc import Iterator
-from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -27,9 +26,8 @@ from kvspec.conformance.certification.certify import certify_policy
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.dialects import DialectS3FIFO, dialect_for
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
-from kvspec.reference.trace import TraceFile
 
-from certifications import CERTIFICATIONS, ROOT, published_report_replays, readme_cites_only
+from certifications import CERTIFICATIONS, published_report_replays, readme_cites_only, reproduced_by_its_dialect
 
 PACKAGE_DIR = Path(sys.prefix) / "s3fifo-cache"  # where the adapter imports the package from (its PACKAGE_DIR)
 INSTALL = f"{sys.executable} -m pip install --no-deps --target {PACKAGE_DIR} s3fifo-cache==0.1.1"
@@ -63,6 +61,12 @@ def test_the_published_report_is_for_the_installed_version_and_its_counterexampl
 def test_a_quick_certification_through_the_published_adapter_fails(installed: Path) -> None:
     outcome = certify_policy(Implementation(f"cmd:{shlex.join(SERVE)}"), "s3fifo")
     assert not outcome.conforms and all(finding.divergence is not None for finding in outcome.findings), outcome.message
+
+
+def test_a_quick_certification_against_its_dialect_conforms(installed: Path) -> None:
+    """DIALECT-7: through the published adapter, in its own process, as `kvspec certify --dialect s3fifo-cache` runs it."""
+    outcome = certify_policy(Implementation(f"cmd:{shlex.join(SERVE)}"), "s3fifo", dialect=DIALECT)
+    assert outcome.conforms, outcome.message
 
 
 def test_the_published_readme_cites_only_facts_these_tests_check() -> None:
@@ -121,12 +125,10 @@ def test_s3fifo_cache_agrees_with_its_dialect_on_random_examples(package: Proces
         in_lockstep(package, AdapterConfig("s3fifo", capacity, 2, ratio, draw.randint(0, 5)), random_requests(draw, capacity))
 
 
-@pytest.mark.parametrize("trace", ["synthetic_trace.jsonl.gz", "conversation_trace.jsonl.gz"])
-@pytest.mark.parametrize("capacity", [64, 256])
-def test_s3fifo_cache_agrees_with_its_dialect_on_the_mooncake_traces(package: ProcessAdapter, trace: str, capacity: int) -> None:
-    """DIALECT-5: the first 300 requests of each bundled trace."""
-    records = islice(TraceFile(ROOT / "reference" / "traces" / trace).records(), 300)
-    in_lockstep(package, AdapterConfig("s3fifo", capacity, 512, 0.1, 3), [(list(r.hash_ids), r.input_length) for _, r in records])
+def test_s3fifo_cache_agrees_with_its_dialect_on_the_mooncake_traces(installed: Path) -> None:
+    """DIALECT-5: the whole of each bundled trace, through the published adapter in its own process,
+    queue by queue (`kvspec replay --dialect s3fifo-cache --adapter ...`), at capacities 64 and 256."""
+    reproduced_by_its_dialect("s3fifo-cache", "s3fifo-cache", "s3fifo", (64, 256), adapter=f"cmd:{shlex.join(SERVE)}")
 
 
 def queues_after(package: ProcessAdapter, capacity: int, small_ratio: float, requests: list[list[int]]) -> Snapshot:

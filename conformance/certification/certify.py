@@ -53,6 +53,7 @@ class Outcome:
     examples_per_second: float
     findings: tuple[Finding, ...] = ()
     dialect: Dialect = CANONICAL
+    examples: int = 0  # how many the machine ran (the probes apart)
 
     @property
     def conforms(self) -> bool:
@@ -111,7 +112,7 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         probed = benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins, dialect)
         if probed is not None:
             found.append(finding(probed, []))
-    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect)
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples)
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterFailure
 from kvspec.conformance.certification.certify import Outcome
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
-from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
+from kvspec.reference.dialects import VARIATIONS, Dialect, in_catalogue_order
 from kvspec.reference.dialects.catalogue import dialect_problem
 
 Certify = Callable[[Dialect], Outcome]
@@ -26,7 +26,7 @@ Certify = Callable[[Dialect], Outcome]
 class Search:
     """What the search found: the dialect (None when no set of variation points explains the
     implementation), the failing examples that guided it, the certification that closed it (against
-    the dialect found, or the canonical one), and what it cost."""
+    the dialect found, or the one that failed first), and what it cost."""
 
     dialect: Dialect | None
     evidence: tuple[Divergence, ...]
@@ -73,26 +73,29 @@ def candidates(policy: str, dialect: Dialect) -> list[Dialect]:
     return [d for d in grown if dialect_problem(policy, d) is None]
 
 
-def find_dialect(implementation: Implementation, policy: str, canonical: Outcome, certify: Certify) -> Search:
-    """DIALECT-8: from a failed canonical certification, the smallest dialect the implementation
-    conforms to (spec/dialects.md section 6), or None with the canonical outcome."""
+def find_dialect(implementation: Implementation, policy: str, failed: Outcome, certify: Certify) -> Search:
+    """DIALECT-8: from a failed certification (against the canonical spec, or the dialect it was
+    given), a minimal dialect beyond that one which the implementation conforms to (spec/dialects.md
+    section 6), or None with the failed outcome."""
     started = time.perf_counter()
-    evidence = examples_of(canonical)
-    dialect, runs, added = CANONICAL, 0, []
+    evidence = examples_of(failed)
+    dialect, runs, added = failed.dialect, 0, []
+    tried = {dialect}  # each dialect is certified once at most, so the search ends
     while True:
-        scores = {d: score(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)]}
+        scores = {d: score(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)] if d == dialect or d not in tried}
         best = max(scores, key=scores.__getitem__)  # the first of the best, in catalogue order (DIALECT-8)
         if best == dialect:  # no variation point gets the failing examples further
-            return Search(None, tuple(evidence), canonical, runs, time.perf_counter() - started)
+            return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started)
         added.append(best - dialect)
         dialect = best
+        tried.add(dialect)
         outcome = certify(dialect)
         runs += 1
         if outcome.conforms:
             break
         fresh = examples_of(outcome)
         if not fresh:  # a failure with no example to replay (a fault outside every example)
-            return Search(None, tuple(evidence), canonical, runs, time.perf_counter() - started)
+            return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started)
         evidence += fresh
     for step in reversed(added):  # the last added first: the earlier ones made room for it
         smaller = frozenset(dialect - step)

@@ -79,6 +79,8 @@ class FoundDialect(BaseModel):
     replaces: list[str] = Field(description="the canonical clauses those variation points replace")
     failing_examples: int = Field(ge=0, description="the shrunk examples that failed along the way and guided the search: its evidence, "
                                   "each of which the dialect found replays alike")
+    examples_agreed: int = Field(ge=0, description="the examples of the last certification against the dialect found, on every one of "
+                                 "which the implementation agreed with the reference in it (0 when none was found)")
     certifications: int = Field(ge=0, description="the certifications the search ran after the first (one for each variation point added, "
                                 "and one for each tried out at the end)")
     seconds: float = Field(ge=0, description="the search's wall-clock time, the first certification excluded")
@@ -232,6 +234,7 @@ def shown_broken(outcome: Outcome) -> tuple[str, ...]:
 def found_dialect(search: Search) -> FoundDialect:
     return FoundDialect(dialect=None if search.dialect is None else in_catalogue_order(search.dialect),
                         replaces=[] if search.dialect is None else replaced_clauses(search.dialect), failing_examples=len(search.evidence),
+                        examples_agreed=0 if search.dialect is None else search.outcome.examples,
                         certifications=search.certifications, seconds=round(search.seconds, 1))
 
 
@@ -309,8 +312,8 @@ def found_line(found: FoundDialect) -> str:
             f"in {found.seconds:.1f} s")
     if found.dialect is None:
         return f"No set of variation points of spec/dialects.md explains it ({cost}); the first failure below is where it departs from the spec."
-    return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect "
-            f"({cost}).")
+    return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect, "
+            f"agreeing on all {found.examples_agreed} examples of its last certification ({cost}).")
 
 
 def clause_line(failure: Failure) -> str:
