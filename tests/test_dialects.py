@@ -8,6 +8,7 @@ experiments; the packages' own tests are in tests/test_thirdparty_*.py)."""
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,16 @@ def test_DIALECT_2_to_4_a_set_that_makes_no_dialect_is_refused() -> None:
         dialect_for("s3fifo", variations=("ghost-cap-0.9", "ghost-cap-capacity"))
 
 
+def test_DIALECT_2_the_reference_refuses_a_set_that_makes_no_dialect_whoever_builds_it() -> None:
+    """make_policy checks the dialect as the command line does: a library caller cannot replay a
+    dialect that is not one, and have its result name it (DIALECT-6)."""
+    for policy, dialect, clause in [("s3fifo", {"bogus"}, "DIALECT-2"), ("fifo", {"lru-evict-leaves"}, "DIALECT-2"),
+                                    ("lru", {"capacity-0-empty", "capacity-nonpositive-empty"}, "DIALECT-4"),
+                                    ("lru", {"lru-evict-leaves"}, "DIALECT-3")]:
+        with pytest.raises(ConfigError, match=clause):
+            make_policy(ReplayConfig(policy=policy, capacity=10, dialect=frozenset(dialect)))  # type: ignore[arg-type]
+
+
 def test_DIALECT_5_a_name_and_further_variation_points_make_one_dialect() -> None:
     assert dialect_for("s3fifo", "s3fifo-cache", ("promote-at-2",)) == {*KNOWN_DIALECTS["s3fifo-cache"]["s3fifo"], "promote-at-2"}
     with pytest.raises(ConfigError, match="DIALECT-5: unknown dialect"):
@@ -199,7 +210,8 @@ def test_DIALECT_6_a_result_names_its_dialect_and_the_canonical_one_has_no_such_
     records = [(1, TraceRecord(timestamp=0, input_length=2, output_length=0, hash_ids=[1, 2]))]
     dialect = dialect_for("s3fifo", "libcachesim")
     named = replay(records, ReplayConfig(capacity=10, block_size=1, dialect=dialect))
-    assert named.dialect == in_catalogue_order(dialect) == [v for v in VARIATIONS if v in dialect]
+    assert named.dialect == ["small-cap-floor", "ghost-cap-0.9", "promote-at-2", "promote-freq-reset", "main-victim-forgotten", "freq-unsaturated",
+                             "global-eviction", "new-to-main-until-first-eviction", "small-refuses-own-size"]  # spec/dialects.md's order
     assert "dialect" not in replay(records, ReplayConfig(capacity=10, block_size=1)).model_dump(exclude_none=True)
     assert make_policy(ReplayConfig(capacity=10, dialect=dialect)).caps.small_cap == 1
 
@@ -248,3 +260,29 @@ def test_DIALECT_9_a_dialect_s_corpus_carries_it_and_holds_its_implementation_to
     assert kvspec("fixtures", "verify", str(tmp_path / "corpus"), "--adapter", "reference").returncode == 3
     over = kvspec("fixtures", "generate", "--dialect", "s3fifo-cache")
     assert over.returncode == 1 and "DIALECT-9" in over.stderr
+
+
+def test_DIALECT_9_a_dialect_s_corpus_never_replaces_a_full_one_nor_is_empty(tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    shutil.copytree(ROOT / "spec" / "fixtures", full)  # kvspec's own corpus
+    before = sorted(p.name for p in full.rglob("*.json"))
+    over = kvspec("fixtures", "generate", "--dialect", "libcachesim", str(full))
+    assert over.returncode == 1 and "holds a corpus with cases of other kinds" in over.stderr
+    assert sorted(p.name for p in full.rglob("*.json")) == before
+    none = kvspec("fixtures", "generate", "--variation", "small-cap-floor,capacity-0-empty", str(tmp_path / "none"))
+    assert none.returncode == 1 and "no policy has every variation point" in none.stderr and not (tmp_path / "none").exists()
+    empty = kvspec("replay", "--variation", ",")
+    assert empty.returncode == 1 and "names an empty variation point" in empty.stderr
+
+
+def test_DIALECT_8_after_a_dialect_that_fails_the_search_starts_from_the_canonical_spec() -> None:
+    """The reference, certified against a dialect it is not in, is found to be the canonical spec."""
+    found = kvspec("certify", "--adapter", "reference", "--policy", "lru", "--variation", "capacity-0-empty", "--find-dialect")
+    assert found.returncode == 3 and "It conforms to the canonical spec" in found.stdout, found.stdout + found.stderr
+
+
+def test_DIALECT_7_without_policy_only_the_policies_of_the_dialect_are_certified_and_benefit_has_none() -> None:
+    run = kvspec("certify", "--adapter", "reference", "--dialect", "s3fifo-pypi")
+    assert run.returncode == 3 and "  s3fifo: DOES NOT CONFORM to the dialect" in run.stdout and "  lru:" not in run.stdout
+    benefit = kvspec("certify", "--adapter", "reference", "--policy", "benefit", "--dialect", "libcachesim")
+    assert benefit.returncode == 1 and "DIALECT-5: libcachesim has no benefit dialect" in benefit.stderr

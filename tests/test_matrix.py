@@ -73,3 +73,23 @@ def test_a_folder_without_reports_is_one_line_and_nothing_written(tmp_path: Path
     run = matrix(tmp_path)
     assert run.returncode == 1 and f"{broken / 'report.json'}: not a certification report" in run.stderr
     assert not (tmp_path / "README.md").exists()
+
+
+@pytest.mark.parametrize(("verdicts", "why"), [('[{"verdict": "pass"}]', "each with a case id"), ('[{"verdict": "pass", "id": 5}]', "each with a case id"),
+                                               ("{", "JSONDecodeError")])
+def test_a_bad_fixtures_file_is_one_line_and_no_readme_is_rewritten(tmp_path: Path, verdicts: str, why: str) -> None:
+    copy = tmp_path / "certifications"
+    shutil.copytree(CERTIFICATIONS, copy)
+    readmes = {p: p.read_text() for p in copy.glob("*/README.md")}
+    (copy / FOLDERS[-1] / "fixtures.json").write_text(verdicts)
+    run = matrix(copy)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1 and why in run.stderr, run.stderr
+    assert {p: p.read_text() for p in copy.glob("*/README.md")} == readmes
+
+
+def test_a_readme_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    copy = tmp_path / "certifications"
+    shutil.copytree(CERTIFICATIONS, copy)
+    (copy / FOLDERS[0] / "README.md").write_bytes(b"\xff\xfe not text")
+    run = matrix(copy)
+    assert run.returncode == 1 and "cannot read it as UTF-8 text" in run.stderr and run.stderr.count("\n") == 1

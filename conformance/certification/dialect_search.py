@@ -16,7 +16,7 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterFailure
 from kvspec.conformance.certification.certify import Outcome
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
-from kvspec.reference.dialects import VARIATIONS, Dialect, in_catalogue_order
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
 from kvspec.reference.dialects.catalogue import dialect_problem
 
 Certify = Callable[[Dialect], Outcome]
@@ -74,19 +74,23 @@ def candidates(policy: str, dialect: Dialect) -> list[Dialect]:
 
 
 def find_dialect(implementation: Implementation, policy: str, failed: Outcome, certify: Certify) -> Search:
-    """DIALECT-8: from a failed certification (against the canonical spec, or the dialect it was
-    given), a minimal dialect beyond that one which the implementation conforms to (spec/dialects.md
-    section 6), or None with the failed outcome."""
+    """DIALECT-8: from a failed certification, a minimal dialect the implementation conforms to
+    (spec/dialects.md section 6), or None with the failed outcome. A certification against a
+    dialect that failed is followed by one against the canonical spec, where the search starts."""
     started = time.perf_counter()
+    runs = 0
+    if failed.dialect:
+        failed, runs = certify(CANONICAL), 1
+        if failed.conforms:
+            return Search(CANONICAL, (), failed, runs, time.perf_counter() - started)
     evidence = examples_of(failed)
-    dialect, runs, added = failed.dialect, 0, []
+    dialect: Dialect = CANONICAL
     tried = {dialect}  # each dialect is certified once at most, so the search ends
     while True:
         scores = {d: score(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)] if d == dialect or d not in tried}
         best = max(scores, key=scores.__getitem__)  # the first of the best, in catalogue order (DIALECT-8)
         if best == dialect:  # no variation point gets the failing examples further
             return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started)
-        added.append(best - dialect)
         dialect = best
         tried.add(dialect)
         outcome = certify(dialect)
@@ -97,15 +101,33 @@ def find_dialect(implementation: Implementation, policy: str, failed: Outcome, c
         if not fresh:  # a failure with no example to replay (a fault outside every example)
             return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started)
         evidence += fresh
-    for step in reversed(added):  # the last added first: the earlier ones made room for it
-        smaller = frozenset(dialect - step)
-        if smaller == dialect or dialect_problem(policy, smaller) is not None:  # swapped out since, or needed by another
-            continue
-        trial = certify(smaller)
-        runs += 1
-        if trial.conforms:
-            dialect, outcome = smaller, trial
+    dialect, outcome, runs = minimised(policy, dialect, outcome, certify, runs)
     return Search(dialect, tuple(evidence), outcome, runs, time.perf_counter() - started)
+
+
+def without(dialect: Dialect, variation: str) -> Dialect:
+    """``dialect`` without ``variation`` and without what is defined on top of it (DIALECT-3)."""
+    return frozenset(v for v in dialect if v != variation and variation not in VARIATIONS[v].requires)
+
+
+def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Certify, runs: int) -> tuple[Dialect, Outcome, int]:
+    """Step 4: each variation point taken out in turn, the last in catalogue order first, and left
+    out where the implementation still conforms; again until a whole pass leaves none out, so that
+    none of those that remain can be. The dialect, its conforming certification, and the runs so far."""
+    certified = {dialect}
+    while True:
+        for variation in reversed(in_catalogue_order(dialect)):
+            smaller = without(dialect, variation)
+            if smaller in certified or dialect_problem(policy, smaller) is not None:
+                continue
+            certified.add(smaller)
+            trial = certify(smaller)
+            runs += 1
+            if trial.conforms:
+                dialect, outcome = smaller, trial
+                break
+        else:
+            return dialect, outcome, runs
 
 
 def described(dialect: Dialect) -> str:

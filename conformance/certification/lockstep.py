@@ -27,7 +27,10 @@ from kvspec.conformance.certification.diagnosis import (
     results_diagnosis,
 )
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
-from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
+
+CONFIG_CLAUSES = ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
+S3_CONFIG_CLAUSES = ("S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-CONF-6")
 from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
 
 T = TypeVar("T")
@@ -98,11 +101,17 @@ def reference_policy(config: AdapterConfig, dialect: Dialect = CANONICAL) -> Pol
     return make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq, dialect))
 
 
-def dialect_diagnosis(policy: str, dialect: Dialect) -> Diagnosis:
+def dialect_diagnosis(policy: str, dialect: Dialect, configuration: bool = False) -> Diagnosis:
     """Against a dialect, the diagnoses (written for the canonical rules) do not apply: the
-    difference is consistent with any rule that decides residency in it."""
-    clauses = [*eviction_clauses(policy), *(VARIATIONS[v].clause for v in in_catalogue_order(dialect))]
-    return consistent(*clauses, evidence=f"; against the dialect {', '.join(in_catalogue_order(dialect))}")
+    difference is consistent with any rule that decides it in that dialect, those of the
+    configuration for a configuration refused, those of residency otherwise."""
+    replaced = set(replaced_clauses(dialect))
+    if configuration:
+        canonical = [c for c in (*CONFIG_CLAUSES, *(S3_CONFIG_CLAUSES if policy == "s3fifo" else ())) if c not in replaced]
+        own_points = [v for v in in_catalogue_order(dialect) if any("-CONF-" in c for c in VARIATIONS[v].replaces)]
+    else:
+        canonical, own_points = [c for c in eviction_clauses(policy) if c not in replaced], in_catalogue_order(dialect)
+    return consistent(*canonical, *(VARIATIONS[v].clause for v in own_points), evidence=f"; against the dialect {', '.join(in_catalogue_order(dialect))}")
 
 
 class Lockstep:
@@ -115,9 +124,9 @@ class Lockstep:
         self.reference: Policy | None = None
         self.trace: list[tuple[list[int], int]] = []
 
-    def diagnosed(self, canonical: Callable[[], Diagnosis]) -> Diagnosis:
+    def diagnosed(self, canonical: Callable[[], Diagnosis], configuration: bool = False) -> Diagnosis:
         """The canonical rules' diagnosis, or (in a dialect) dialect_diagnosis, without the work of the other."""
-        return dialect_diagnosis(self.config.policy, self.dialect) if self.dialect else canonical()
+        return dialect_diagnosis(self.config.policy, self.dialect, configuration) if self.dialect else canonical()
 
     def diverge(self, diagnosis: Diagnosis, detail: str, expected: object, actual: object) -> Divergence:
         return Divergence(diagnosis.clauses, detail + diagnosis.evidence, request=len(self.trace), expected=expected, actual=actual,
@@ -132,7 +141,7 @@ class Lockstep:
             raise self.diverge(named(refused_by) if self.dialect else accepted_wrongly(config, refused_by),
                                f"the configuration {config_json(config)} must be refused, and the implementation accepted it", "refused", "accepted")
         if refused_by is None and not accepted:
-            raise self.diverge(self.diagnosed(lambda: refused_wrongly(self.adapter, config)),
+            raise self.diverge(self.diagnosed(lambda: refused_wrongly(self.adapter, config), configuration=True),
                                f"the configuration {config_json(config)} is valid, and the implementation refused it", "accepted", "refused")
         return accepted
 

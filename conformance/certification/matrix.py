@@ -46,9 +46,17 @@ def read_fixtures(path: Path) -> list[dict[str, str]]:
         verdicts = json.loads(path.read_bytes())
     except (OSError, ValueError) as error:
         raise KvspecError(f"{path}: not the output of kvspec fixtures verify --output ({type(error).__name__})") from None
-    if not isinstance(verdicts, list) or not all(isinstance(v, dict) and "verdict" in v for v in verdicts):
-        raise KvspecError(f"{path}: not the output of kvspec fixtures verify --output (a list of verdicts)")
+    if not isinstance(verdicts, list) or not all(isinstance(v, dict) and isinstance(v.get("id"), str) and isinstance(v.get("verdict"), str)
+                                                  for v in verdicts):
+        raise KvspecError(f"{path}: not the output of kvspec fixtures verify --output (a list of verdicts, each with a case id and a verdict)")
     return verdicts
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise KvspecError(f"{path}: cannot read it as UTF-8 text ({type(error).__name__})") from None
 
 
 def certified(folder: Path) -> Certified:
@@ -161,15 +169,13 @@ def regenerate(root: Path, spec: Path) -> list[Path]:
     folders = sorted(p.parent for p in root.glob("*/report.json"))
     if not folders:
         raise KvspecError(f"{root}: no folder with a report.json: not docs/certifications")
-    text = spec.read_text(encoding="utf-8")
+    text = read_text(spec)
     everything = [certified(folder) for folder in folders]
-    written = []
-    for c in everything:
-        readme = c.folder / "README.md"
-        new = with_section(readme.read_text(encoding="utf-8"), dialect_section(c, text), readme)
-        with written_whole(readme) as temporary:
+    # every file made before any is written: a bad one leaves them all as they were
+    made = {c.folder / "README.md": with_section(read_text(c.folder / "README.md"), dialect_section(c, text), c.folder / "README.md")
+            for c in everything}
+    made[root / "README.md"] = matrix(everything)
+    for path, new in made.items():
+        with written_whole(path) as temporary:
             temporary.write_text(new, encoding="utf-8")
-        written.append(readme)
-    with written_whole(root / "README.md") as temporary:
-        temporary.write_text(matrix(everything), encoding="utf-8")
-    return [*written, root / "README.md"]
+    return list(made)

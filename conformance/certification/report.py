@@ -310,8 +310,10 @@ def found_line(found: FoundDialect) -> str:
     """DIALECT-8, as the report says it."""
     cost = (f"found from {plural(found.failing_examples, 'failing example')} with {plural(found.certifications, 'more certification')} "
             f"in {found.seconds:.1f} s")
+    if found.dialect == []:
+        return f"It conforms to the canonical spec, which was certified again ({cost})."
     if found.dialect is None:
-        return f"No set of variation points of spec/dialects.md explains it ({cost}); the first failure below is where it departs from the spec."
+        return f"No set of variation points of spec/dialects.md explains it ({cost}); its first failure is where it departs from the spec."
     return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect, "
             f"agreeing on all {found.examples_agreed} examples of its last certification ({cost}).")
 

@@ -91,6 +91,8 @@ def add_config(command: argparse.ArgumentParser) -> None:
 def variation_ids(text: str) -> tuple[str, ...]:
     """--variation's comma-separated ids, each a variation point of spec/dialects.md (DIALECT-2)."""
     ids = tuple(v.strip() for v in text.split(","))
+    if "" in ids:
+        raise argparse.ArgumentTypeError(f"DIALECT-2: {text!r} names an empty variation point; give ids separated by commas")
     unknown = [v for v in ids if v not in VARIATIONS]
     if unknown:
         raise argparse.ArgumentTypeError(f"DIALECT-2: unknown variation point {unknown[0]!r}; known: {', '.join(VARIATIONS)}")

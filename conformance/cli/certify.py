@@ -21,7 +21,7 @@ from kvspec.conformance.cli.arguments import add_adapter, add_dialect, dialect_o
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, KvspecError
-from kvspec.reference.dialects import CANONICAL
+from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS
 
 
 def add(commands: Any) -> None:
@@ -66,8 +66,15 @@ def run_certify(args: argparse.Namespace) -> int:
         if unoffered:  # PROTO-6
             close_quietly(implementation)
             raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
-        policies = args.policies or [p for p in ALL_POLICIES if p in offered]
-        dialects = {policy: CANONICAL if policy == "benefit" else dialect_of(args, policy) for policy in policies}
+        given = args.dialect is not None or bool(args.variation)
+        policies = args.policies or [p for p in ALL_POLICIES if p in offered and (not given or has_dialect(args, p))]
+        try:
+            if not policies:
+                raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, and the dialect asked for has none of them")
+            dialects = {policy: dialect_of(args, policy) if given else CANONICAL for policy in policies}
+        except KvspecError:  # DIALECT-2, DIALECT-5: a policy asked for that the dialect does not have
+            close_quietly(implementation)
+            raise
         for policy in policies:
             outcome = certify_policy(implementation, policy, args.profile, args.seed, pins, dialects[policy])
             outcomes.append(outcome)
@@ -102,6 +109,14 @@ def run_certify(args: argparse.Namespace) -> int:
         elif not outcome.conforms and outcome.policy != "benefit" and not args.find_dialect:
             print("    (--find-dialect searches spec/dialects.md for the variation points that would explain it)")
     return 0 if conforms else 3
+
+
+def has_dialect(args: argparse.Namespace, policy: str) -> bool:
+    """Whether the dialect --dialect and --variation name has ``policy``: without --policy, the
+    policies certified are those it has (as `kvspec sweep` sweeps them)."""
+    if args.dialect is not None and policy not in KNOWN_DIALECTS[args.dialect]:
+        return False
+    return all(policy in VARIATIONS[v].policies for v in args.variation)
 
 
 def process_fault(failure: AdapterFailure, when: str) -> Finding:

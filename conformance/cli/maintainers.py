@@ -12,11 +12,11 @@ from kvspec.conformance.cli.arguments import add_dialect, dialect_of, folder_pat
 from kvspec.conformance.core import annotated_spec
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.fixtures import format as fixture_format
-from kvspec.conformance.fixtures.corpus import generate
+from kvspec.conformance.fixtures.corpus import generate, previous_corpus
 from kvspec.conformance.fixtures.recorded import collect
 from kvspec.conformance.fixtures.replay_cases import replay_cases
 from kvspec.reference import POLICIES, KvspecError
-from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
+from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, in_catalogue_order
 
 
 def add(commands: Any) -> None:
@@ -60,14 +60,18 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
     if args.dialect is None and not args.variation:
         entries = generate(args.directory)
     else:
-        if args.directory == Path("spec/fixtures"):
-            raise KvspecError("DIALECT-9: a dialect's corpus goes to a folder of its own, not over spec/fixtures: give FOLDER")
+        full = previous_corpus(args.directory) if args.directory.is_dir() else set()
+        if args.directory == Path("spec/fixtures") or any(not path.startswith("replay/") for path in full):
+            raise KvspecError(f"DIALECT-9: a dialect's corpus goes to a folder of its own, and {args.directory} holds a corpus with "
+                              "cases of other kinds (kvspec's own?): give another FOLDER")
         if args.dialect is not None:
             policies = list(KNOWN_DIALECTS[args.dialect])
         else:
             policies = [p for p in POLICIES if all(p in VARIATIONS[v].policies for v in args.variation)]
+        if not policies:
+            raise KvspecError(f"DIALECT-2: no policy has every variation point of {', '.join(args.variation)}")
         dialects = {policy: dialect_of(args, policy) for policy in policies}
-        label = " + ".join([*([args.dialect] if args.dialect else []), *args.variation])
+        label = " + ".join([*([args.dialect] if args.dialect else []), *in_catalogue_order(frozenset(args.variation))])
         entries = generate(args.directory, list(replay_cases(dialects, f"{label} dialect")))
     print(f"{len(entries)} cases and manifest.json in {args.directory}")
 

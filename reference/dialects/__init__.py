@@ -2,7 +2,17 @@
 implementations take, each a literal alternative rule chosen by configuration."""
 
 from .baselines import DialectFIFO, DialectLRU
-from .catalogue import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, Variation, dialect_for, in_catalogue_order, replaced_clauses
+from .catalogue import (
+    CANONICAL,
+    KNOWN_DIALECTS,
+    VARIATIONS,
+    Dialect,
+    Variation,
+    dialect_for,
+    dialect_problem,
+    in_catalogue_order,
+    replaced_clauses,
+)
 from .s3fifo import DialectS3FIFO
 
 __all__ = [
@@ -12,7 +22,11 @@ __all__ = [
 
 
 def dialect_policy(policy: str, dialect: Dialect, capacity: int, small_ratio: float, max_freq: int) -> DialectS3FIFO | DialectLRU | DialectFIFO:
-    """DIALECT-1: an empty cache of ``policy`` in ``dialect``."""
+    """DIALECT-1: an empty cache of ``policy`` in ``dialect``, or the ConfigError of DIALECT-2 to
+    DIALECT-4 for a set of variation points that makes no dialect of it."""
+    problem = dialect_problem(policy, dialect)
+    if problem is not None:
+        raise problem
     if policy == "lru":
         return DialectLRU.empty(dialect, capacity)
     if policy == "fifo":

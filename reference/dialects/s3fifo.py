@@ -66,7 +66,7 @@ def dialect_caps(capacity: int, small_ratio: float, max_freq: int, dialect: Dial
     if refusal is not None:
         raise refusal
     if "freq-unsaturated" in dialect:
-        check_count(max_freq, INT64_MIN, "S3-DIALECT-13", "max_freq", high_text="2**63 - 1 (it is not used)")
+        check_count(max_freq, INT64_MIN, "S3-DIALECT-13", "max_freq (not used)", low_text="-2**63")
     elif "max-freq-min-1" in dialect:
         check_count(max_freq, 1, "S3-DIALECT-8", "max_freq")
     else:
@@ -113,7 +113,8 @@ def freq_in_main(cache: "DialectS3FIFO", freq: int) -> int:
 
 
 def insert_to_ghost(cache: "DialectS3FIFO", h: int) -> None:
-    """S3-GHOST-1 to S3-GHOST-3; a ghost of no size (S3-DIALECT-6 at capacity 1) keeps nothing."""
+    """S3-GHOST-1 to S3-GHOST-3; a ghost of no size (S3-DIALECT-6 at capacity 1, or S3-CONF-4's
+    ghost_cap = main_cap under S3-DIALECT-4) keeps nothing."""
     ghost = cache.ghost
     if h in ghost:
         del ghost[h]  # S3-GHOST-1
@@ -142,6 +143,7 @@ def evict_from_main(cache: "DialectS3FIFO") -> None:
         return
 
 
+@ensure(lambda cache, h, freq: (h in cache.main) == (cache.caps.main_cap > 0), "S3-ADMIT-M-4, S3-DIALECT-4: appended, or dropped by an M of no size")
 def append_to_main(cache: "DialectS3FIFO", h: int, freq: int) -> None:
     """S3-ADMIT-M-4, or S3-DIALECT-4 (main-zero-drop): an M of no size drops h."""
     if cache.caps.main_cap > 0:
@@ -191,6 +193,7 @@ def eviction_step(cache: "DialectS3FIFO") -> None:
             return
 
 
+@ensure(lambda cache: len(cache.small) + len(cache.main) < cache.caps.capacity, "S3-DIALECT-14: room for one more")
 def make_room(cache: "DialectS3FIFO") -> None:
     """S3-DIALECT-14: before an admission, evict while S and M together fill the capacity."""
     while len(cache.small) + len(cache.main) >= cache.caps.capacity:
@@ -205,6 +208,9 @@ def placed_in_main(cache: "DialectS3FIFO", from_ghost: bool) -> bool:
     return "new-to-main-until-first-eviction" in cache.dialect and not cache.has_evicted and len(cache.small) >= cache.caps.small_cap
 
 
+@ensure(lambda cache, h, from_ghost: is_resident(cache, h) or (not from_ghost and "small-refuses-own-size" in cache.dialect
+                                                                  and cache.caps.small_cap <= 1) or (cache.caps.main_cap == 0 and h not in cache.small),
+        "S3-ACCESS-3, S3-ACCESS-4: h is admitted, unless S3-DIALECT-17 refuses it or S3-DIALECT-4 drops it")
 def admit(cache: "DialectS3FIFO", h: int, from_ghost: bool) -> None:
     """S3-ACCESS-3 and S3-ACCESS-4: a ghost hit to M with freq 0, a new hash to S."""
     if "global-eviction" in cache.dialect:
