@@ -27,7 +27,7 @@ from kvspec.conformance.certification.diagnosis import (
     results_diagnosis,
 )
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
-from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses
 
 CONFIG_CLAUSES = ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
 S3_CONFIG_CLAUSES = ("S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-CONF-6")
@@ -154,7 +154,7 @@ class Lockstep:
         where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
         blocks = reference.blocks(hash_ids)
         expected = hit_tokens(prefix_hit_blocks(blocks, reference.is_resident), config.block_size, input_length)
-        state_level = adapter.level == "state" and "path-ids" not in self.dialect  # REPLAY-DIALECT-3: its blocks are not hashes
+        state_level = adapter.level == "state" and queues_hold_hashes(self.dialect)
         before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
         actual = adapter.hit_tokens(hash_ids, input_length)
         if actual != expected:

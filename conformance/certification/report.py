@@ -308,8 +308,8 @@ def markdown(report: Report) -> str:
 
 def found_line(found: FoundDialect) -> str:
     """DIALECT-8, as the report says it."""
-    cost = (f"found from {plural(found.failing_examples, 'failing example')} with {plural(found.certifications, 'more certification')} "
-            f"in {found.seconds:.1f} s")
+    cost = (f"{'found' if found.dialect else 'searched'} from {plural(found.failing_examples, 'failing example')} with "
+            f"{plural(found.certifications, 'more certification')} in {found.seconds:.1f} s")
     if found.dialect == []:
         return f"It conforms to the canonical spec, which was certified again ({cost})."
     if found.dialect is None:

@@ -11,13 +11,14 @@ from .catalogue import (
     dialect_for,
     dialect_problem,
     in_catalogue_order,
+    queues_hold_hashes,
     replaced_clauses,
 )
 from .s3fifo import DialectS3FIFO
 
 __all__ = [
     "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectFIFO", "DialectLRU", "DialectS3FIFO", "Variation", "dialect_for",
-    "dialect_policy", "in_catalogue_order", "replaced_clauses",
+    "dialect_policy", "in_catalogue_order", "queues_hold_hashes", "replaced_clauses",
 ]
 
 

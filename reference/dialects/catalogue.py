@@ -114,6 +114,12 @@ def dialect_for(policy: str, name: str | None = None, variations: tuple[str, ...
     return dialect
 
 
+def queues_hold_hashes(dialect: Dialect) -> bool:
+    """Whether the policy's queues hold hash ids, so that PROTO-12's snapshot shows them: not under
+    REPLAY-DIALECT-3 (path-ids), whose blocks are prefix paths."""
+    return "path-ids" not in dialect
+
+
 def in_catalogue_order(dialect: Dialect) -> list[str]:
     """The variation points in the order spec/dialects.md lists them."""
     return [v for v in VARIATIONS if v in dialect]
