@@ -198,8 +198,11 @@ class InProcessAdapter:
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         return self._count("hit_tokens", self._method("hit_tokens", list(hash_ids), input_length))
 
-    def access(self, hash_ids: list[int]) -> None:
-        self._method("access", list(hash_ids))
+    def access(self, hash_ids: list[int], input_length: int | None = None) -> None:
+        if input_length is None:
+            self._method("access", list(hash_ids))
+        else:
+            self._method("access", list(hash_ids), input_length=input_length)  # PROTO-10
 
     def resident_count(self) -> int:
         return self._count("resident_count", self._method("resident_count"))

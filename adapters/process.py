@@ -211,10 +211,11 @@ class ProcessAdapter:
         reply: HitTokensReply = self._call(request, TypeAdapter(HitTokensReply), 'a hit_tokens reply ({"hit_tokens": t})')
         return reply.hit_tokens
 
-    def access(self, hash_ids: list[int]) -> None:
-        """PROTO-10."""
+    def access(self, hash_ids: list[int], input_length: int | None = None) -> None:
+        """PROTO-10: ``input_length`` only when given."""
+        fields = {} if input_length is None else {"input_length": input_length}
         self._call(
-            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids), TypeAdapter(AccessReply), 'an access reply ({"ok": true})'
+            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids, **fields), TypeAdapter(AccessReply), 'an access reply ({"ok": true})'
         )
 
     def resident_count(self) -> int:
@@ -354,7 +355,7 @@ class ProcessAdapter:
         self._seq += 1
         deadline = time.monotonic() + (self.reply_timeout if timeout is None else timeout)
         try:
-            self._write((request.model_dump_json() + "\n").encode(), deadline)
+            self._write((request.model_dump_json(exclude_unset=True) + "\n").encode(), deadline)  # PROTO-10: an optional field sent only when set
         except TimeoutError:
             self._fail(cmd, seq, f"the process did not read its request within {self._timeout(timeout):g} s", expected, timed_out=True)
         except OSError:

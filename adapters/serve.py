@@ -59,7 +59,10 @@ def answer(adapter: Adapter | BenefitAdapter, request: Any) -> dict[str, Any]:
     if isinstance(request, HitTokensRequest):  # PROTO-9
         return {"seq": seq, "hit_tokens": adapter.hit_tokens(list(request.hash_ids), request.input_length)}
     if isinstance(request, AccessRequest):  # PROTO-10
-        adapter.access(list(request.hash_ids))
+        if request.input_length is None:
+            adapter.access(list(request.hash_ids))
+        else:
+            adapter.access(list(request.hash_ids), input_length=request.input_length)
         return {"seq": seq, "ok": True}
     if isinstance(request, ResidentCountRequest):  # PROTO-11
         return {"seq": seq, "resident_count": adapter.resident_count()}

@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contracts import ensure, require, snapshot
-from .dialects import CANONICAL, Dialect, dialect_policy, in_catalogue_order
+from .dialects import CANONICAL, Dialect, EngineCache, dialect_policy, in_catalogue_order
 from .errors import ConfigError, TraceError
 from .fifo import FIFO
 from .lru import LRU
@@ -29,6 +29,9 @@ class Policy(Protocol):
     def state_invariants_hold(self) -> bool: ...
 
 
+Cache = Policy | EngineCache  # a policy replayed block by block, or request by request (REPLAY-DIALECT-4 to REPLAY-DIALECT-8)
+
+
 @dataclass(frozen=True)
 class ReplayConfig:
     """REPLAY-CONF-1 to REPLAY-CONF-3, and S3FIFO's own knobs (S3-CONF-1, S3-CONF-6)."""
@@ -41,14 +44,14 @@ class ReplayConfig:
     dialect: Dialect = CANONICAL  # DIALECT-1: the variation points the policy is replayed with
 
 
-def make_policy(config: ReplayConfig) -> Policy:
+def make_policy(config: ReplayConfig) -> Cache:
     """REPLAY-CONF-1 to REPLAY-CONF-3: validate the config and build an empty cache (each
     policy checks its capacity, REPLAY-CONF-1, and its own parameters)."""
     if config.policy not in POLICIES:
         raise ConfigError("REPLAY-CONF-3", f"policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
     check_count(config.block_size, 1, "REPLAY-CONF-2", "block_size")
     if config.dialect:
-        return dialect_policy(config.policy, config.dialect, config.capacity, config.small_ratio, config.max_freq)
+        return dialect_policy(config.policy, config.dialect, config.capacity, config.block_size, config.small_ratio, config.max_freq)
     if config.policy == "lru":
         return LRU.empty(config.capacity)
     if config.policy == "fifo":
@@ -119,8 +122,29 @@ def scan_then_access(policy: Policy, hash_ids: list[int]) -> int:
     return k
 
 
-def replay_request(policy: Policy, hash_ids: list[int], input_length: int, block_size: int) -> int:
+def request_hit_blocks(policy: Cache, blocks: list[int], input_length: int) -> int:
+    """A request's hit blocks, changing nothing: its resident prefix (REPLAY-PREFIX-1 to
+    REPLAY-PREFIX-3), or what an engine makes of it (REPLAY-DIALECT-4, REPLAY-DIALECT-5, REPLAY-DIALECT-7)."""
+    k = prefix_hit_blocks(blocks, policy.is_resident)
+    return policy.hit_blocks(k, blocks, input_length) if isinstance(policy, EngineCache) else k
+
+
+def serve_request(policy: Cache, blocks: list[int], input_length: int, k: int) -> None:
+    """After the scan, the request's accesses (REPLAY-ACCESS-1), or an engine's run of it whole."""
+    if isinstance(policy, EngineCache):
+        policy.run(blocks, input_length, k)
+        return
+    for h in blocks:
+        policy.access(h)
+
+
+def replay_request(policy: Cache, hash_ids: list[int], input_length: int, block_size: int) -> int:
     """One request's hit tokens: its hit blocks, scanned before its blocks are accessed, as tokens."""
+    if isinstance(policy, EngineCache):
+        blocks = policy.blocks(hash_ids)
+        k = request_hit_blocks(policy, blocks, input_length)
+        policy.run(blocks, input_length, k)
+        return hit_tokens(k, block_size, input_length)
     return hit_tokens(scan_then_access(policy, hash_ids), block_size, input_length)
 
 
@@ -139,7 +163,7 @@ class Server(Protocol):
 class PolicyServer:
     """The reference's cache as a Server."""
 
-    policy: Policy
+    policy: Cache
     block_size: int
 
     def request(self, hash_ids: list[int], input_length: int) -> int:

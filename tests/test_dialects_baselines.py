@@ -15,6 +15,7 @@ import pytest
 from kvspec.reference import FIFO, LRU, ConfigError, ReplayConfig, TraceRecord, make_policy, replay, replay_request
 from kvspec.reference.dialects import VARIATIONS, Dialect, DialectFIFO, DialectLRU, dialect_for
 from kvspec.reference.dialects.baselines import ROOT
+from kvspec.reference.dialects.engine import ENGINE_REPLAY
 from kvspec.reference.replay import prefix_hit_blocks
 from kvspec.reference.validation import INT64_MAX, INT64_MIN
 
@@ -255,8 +256,9 @@ class Model:
 
 
 def dialects_of(policy: str) -> list[Dialect]:
-    """Every dialect of ``policy`` the catalogue allows: each set of its variation points that holds its requires and no exclusion."""
-    ids = [v.id for v in VARIATIONS.values() if policy in v.policies]
+    """Every block-by-block dialect of ``policy`` the catalogue allows: each set of its variation
+    points but the engine replay's that holds its requires and no exclusion."""
+    ids = [v.id for v in VARIATIONS.values() if policy in v.policies and v.id not in ENGINE_REPLAY]
     chosen = []
     for size in range(len(ids) + 1):
         for subset in map(frozenset, combinations(ids, size)):

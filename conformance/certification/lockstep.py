@@ -31,7 +31,7 @@ from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalog
 
 CONFIG_CLAUSES = ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
 S3_CONFIG_CLAUSES = ("S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-CONF-6")
-from kvspec.reference.replay import Policy, hit_tokens, prefix_hit_blocks
+from kvspec.reference.replay import Cache, hit_tokens, request_hit_blocks, serve_request
 
 T = TypeVar("T")
 
@@ -96,7 +96,7 @@ def offered_to_both(build: Callable[[], T], configure: Callable[[], None]) -> tu
     return reference, refused_by, True
 
 
-def reference_policy(config: AdapterConfig, dialect: Dialect = CANONICAL) -> Policy:
+def reference_policy(config: AdapterConfig, dialect: Dialect = CANONICAL) -> Cache:
     """The reference's cache for a configuration an implementation is given (DIALECT-1: in ``dialect``)."""
     return make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq, dialect))
 
@@ -121,7 +121,7 @@ class Lockstep:
         self.adapter = adapter
         self.config = config
         self.dialect = dialect
-        self.reference: Policy | None = None
+        self.reference: Cache | None = None
         self.trace: list[tuple[list[int], int]] = []
 
     def diagnosed(self, canonical: Callable[[], Diagnosis], configuration: bool = False) -> Diagnosis:
@@ -153,7 +153,8 @@ class Lockstep:
         self.trace.append((hash_ids, input_length))
         where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
         blocks = reference.blocks(hash_ids)
-        expected = hit_tokens(prefix_hit_blocks(blocks, reference.is_resident), config.block_size, input_length)
+        k = request_hit_blocks(reference, blocks, input_length)
+        expected = hit_tokens(k, config.block_size, input_length)
         state_level = adapter.level == "state" and queues_hold_hashes(self.dialect)
         before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
         actual = adapter.hit_tokens(hash_ids, input_length)
@@ -162,9 +163,11 @@ class Lockstep:
         if before is not None and adapter.snapshot() != before:
             raise self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
                                adapter.snapshot())
-        for h in blocks:
-            reference.access(h)
-        adapter.access(hash_ids)
+        serve_request(reference, blocks, input_length, k)
+        if "full-blocks-only" in self.dialect:
+            adapter.access(hash_ids, input_length=input_length)  # PROTO-10: whether its last block is whole (REPLAY-DIALECT-7)
+        else:
+            adapter.access(hash_ids)
         queues = adapter.snapshot() if before is not None else None
         if queues is not None:  # the queues first: their difference is the more telling diagnosis
             assert before is not None

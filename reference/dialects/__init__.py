@@ -14,22 +14,26 @@ from .catalogue import (
     queues_hold_hashes,
     replaced_clauses,
 )
+from .engine import EngineCache, EngineReplay, runs_whole
 from .s3fifo import DialectS3FIFO
 
 __all__ = [
-    "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectFIFO", "DialectLRU", "DialectS3FIFO", "Variation", "dialect_for",
+    "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectFIFO", "DialectLRU", "DialectS3FIFO", "EngineCache", "Variation",
+    "dialect_for",
     "dialect_policy", "in_catalogue_order", "queues_hold_hashes", "replaced_clauses",
 ]
 
 
-def dialect_policy(policy: str, dialect: Dialect, capacity: int, small_ratio: float, max_freq: int) -> DialectS3FIFO | DialectLRU | DialectFIFO:
+def dialect_policy(policy: str, dialect: Dialect, capacity: int, block_size: int, small_ratio: float,
+                   max_freq: int) -> DialectS3FIFO | DialectLRU | DialectFIFO | EngineCache:
     """DIALECT-1: an empty cache of ``policy`` in ``dialect``, or the ConfigError of DIALECT-2 to
     DIALECT-4 for a set of variation points that makes no dialect of it."""
     problem = dialect_problem(policy, dialect)
     if problem is not None:
         raise problem
-    if policy == "lru":
-        return DialectLRU.empty(dialect, capacity)
-    if policy == "fifo":
-        return DialectFIFO.empty(dialect, capacity)
-    return DialectS3FIFO.empty(dialect, capacity, small_ratio, max_freq)
+    if policy == "s3fifo":
+        return DialectS3FIFO.empty(dialect, capacity, small_ratio, max_freq)
+    cache = DialectLRU.empty(dialect, capacity) if policy == "lru" else DialectFIFO.empty(dialect, capacity)
+    if runs_whole(dialect):
+        return EngineReplay(cache, dialect, cache.capacity, block_size)  # REPLAY-DIALECT-4 to REPLAY-DIALECT-8
+    return cache

@@ -38,6 +38,11 @@ class Paths:
     block_of: dict[tuple[int, int], int] = field(default_factory=dict)
     parent_of: list[int] = field(default_factory=lambda: [ROOT])  # indexed by block; ROOT's own entry is unused
 
+    def slot(self, block: int) -> int:
+        """REPLAY-DIALECT-8: a new block with ``block``'s parent, which no path names, so no request finds it."""
+        self.parent_of.append(self.parent_of[block])
+        return len(self.parent_of) - 1
+
 
 def dialect_blocks(cache: "DialectLRU | DialectFIFO", hash_ids: list[int]) -> list[int]:
     """REPLAY-TRACE-4: a request's blocks are its hash ids; or REPLAY-DIALECT-3 (path-ids): the
@@ -68,10 +73,13 @@ def fifo_state_holds(cache: "DialectFIFO") -> bool:
 @require(fifo_state_holds, "FIFO-CAP-1, REPLAY-DIALECT-1, REPLAY-DIALECT-2")
 @ensure(fifo_state_holds, "FIFO-CAP-1, REPLAY-DIALECT-1, REPLAY-DIALECT-2")
 @ensure(lambda OLD, cache: not OLD.was_resident or list(cache.arrival) == OLD.order, "FIFO-ACCESS-1: a hit changes nothing", per_access_state=True)
-@ensure(lambda OLD, cache, h: OLD.was_resident or cache.capacity < 1 or next(reversed(cache.arrival)) == h,
+@ensure(lambda OLD, cache, h: OLD.was_resident or h not in cache.arrival or next(reversed(cache.arrival)) == h,
         "FIFO-ADMIT-1: a missed block joins at the tail")
-@ensure(lambda OLD, cache: len(cache.arrival) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, max(cache.capacity, 0))),
-        "FIFO-EVICT-1: one eviction, and only when full")
+@ensure(lambda OLD, cache, h: OLD.was_resident or cache.capacity < 1 or h in cache.arrival or cache.protected >= cache.arrival.keys(),
+        "FIFO-ADMIT-1: a missed block is admitted, unless every resident block is pinned (REPLAY-DIALECT-6)")
+@ensure(lambda OLD, cache, h: len(cache.arrival) == (OLD.resident if OLD.was_resident or h not in cache.arrival
+                                                   else min(OLD.resident + 1, max(cache.capacity, 0))),
+        "FIFO-EVICT-1: one eviction, and only when full (REPLAY-DIALECT-6: none, when every block is pinned)")
 def fifo_access(cache: "DialectFIFO", h: int) -> None:
     """FIFO-ACCESS-1, FIFO-EVICT-1, FIFO-ADMIT-1 (on blocks as the dialect names them)."""
     arrival = cache.arrival
@@ -80,7 +88,13 @@ def fifo_access(cache: "DialectFIFO", h: int) -> None:
     if cache.capacity < 1:
         return  # REPLAY-DIALECT-1, REPLAY-DIALECT-2: a cache that holds nothing admits nothing
     if len(arrival) >= cache.capacity:
-        pop_head(arrival)  # FIFO-EVICT-1
+        if not cache.protected:
+            pop_head(arrival)  # FIFO-EVICT-1
+        else:
+            victim = next((b for b in arrival if b not in cache.protected), None)  # REPLAY-DIALECT-6: the oldest unpinned
+            if victim is None:
+                return  # REPLAY-DIALECT-6: every block is the running request's, so h is not admitted
+            del arrival[victim]
     arrival[h] = True  # FIFO-ADMIT-1
 
 
@@ -92,6 +106,7 @@ class DialectFIFO:
     capacity: int
     arrival: HashQueue
     paths: Paths
+    protected: set[int] = field(default_factory=set)  # REPLAY-DIALECT-6: the running request's resident blocks
 
     @classmethod
     def empty(cls, dialect: Dialect, capacity: int) -> "DialectFIFO":
@@ -104,6 +119,10 @@ class DialectFIFO:
     def is_resident(self, h: int) -> bool:
         """FIFO-CAP-1."""
         return h in self.arrival
+
+    def release(self, h: int) -> None:
+        """REPLAY-DIALECT-8: the partial block's slot, freed with its request."""
+        self.arrival.pop(h, None)
 
     def resident_count(self) -> int:
         return len(self.arrival)
@@ -223,6 +242,11 @@ class DialectLRU:
     blocks = dialect_blocks
     access = lru_access
     state_invariants_hold = lru_state_holds
+
+    def release(self, h: int) -> None:
+        """REPLAY-DIALECT-8: the partial block's slot, freed with its request."""
+        if self.recency.pop(h, None) is not None and "path-ids" in self.dialect:
+            self.resident_children[self.paths.parent_of[h]] -= 1
 
     def is_resident(self, h: int) -> bool:
         """LRU-CAP-1."""

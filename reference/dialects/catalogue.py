@@ -51,6 +51,11 @@ VARIATIONS = {v.id: v for v in (
     Variation("lru-evict-leaves", "LRU-DIALECT-1", ("lru",), ("LRU-EVICT-1",), requires=("path-ids",)),
     Variation("lru-protect-request", "LRU-DIALECT-2", ("lru",), ("LRU-EVICT-1", "LRU-ADMIT-1"), requires=("path-ids",)),
     Variation("lru-admit-under-parent", "LRU-DIALECT-3", ("lru",), ("LRU-ADMIT-1",), requires=("path-ids",)),
+    Variation("hit-cap-last-token", "REPLAY-DIALECT-4", BASELINES, ("REPLAY-HIT-1",)),
+    Variation("too-long-skipped", "REPLAY-DIALECT-5", BASELINES, ("REPLAY-ACCESS-1", "REPLAY-HIT-1")),
+    Variation("pin-request", "REPLAY-DIALECT-6", BASELINES, ("LRU-EVICT-1", "FIFO-EVICT-1")),
+    Variation("full-blocks-only", "REPLAY-DIALECT-7", BASELINES, ("REPLAY-PREFIX-1", "REPLAY-ACCESS-1")),
+    Variation("partial-block-slot", "REPLAY-DIALECT-8", BASELINES, ("REPLAY-ACCESS-1",), requires=("full-blocks-only", "path-ids")),
 )}
 
 # DIALECT-5: each known implementation's dialect, policy by policy, with the package's defaults for

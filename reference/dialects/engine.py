@@ -1,0 +1,111 @@
+"""The engine replay (spec/dialects.md, section 7): a request run whole, as a serving engine runs
+it, instead of block by block.
+
+A serving engine looks a request's prefix up, allocates a slot for each block it computes, caches
+what it computed and frees the request's blocks when it finishes. The variation points
+REPLAY-DIALECT-4 to REPLAY-DIALECT-8 say how that differs from spec/replay.md's replay; they apply
+to any LRU or FIFO dialect (EngineReplay runs one block by block within the request), and the
+engines' own caches (vllm.py, radix.py) are EngineCaches too.
+"""
+
+from dataclasses import dataclass
+
+from ..contracts import ensure, require
+from .baselines import DialectFIFO, DialectLRU
+from .catalogue import Dialect
+
+ENGINE_REPLAY = ("hit-cap-last-token", "too-long-skipped", "pin-request", "full-blocks-only", "partial-block-slot")
+
+
+def runs_whole(dialect: Dialect) -> bool:
+    """Whether a replay in ``dialect`` runs each request whole (this module) rather than block by block."""
+    return any(v in dialect for v in ENGINE_REPLAY)
+
+
+def cached_blocks(n: int, input_length: int, block_size: int, dialect: Dialect) -> int:
+    """REPLAY-DIALECT-7 (full-blocks-only): how many of a request's n blocks it caches, all but a
+    partial last one; REPLAY-TRACE-4: all of them."""
+    if "full-blocks-only" in dialect and input_length < n * block_size:
+        return n - 1
+    return n
+
+
+def skipped(n: int, capacity: int, dialect: Dialect) -> bool:
+    """REPLAY-DIALECT-5 (too-long-skipped): a request of more blocks than the cache holds is not run."""
+    return "too-long-skipped" in dialect and n > capacity
+
+
+@require(lambda k, n: 0 <= k <= n, "REPLAY-PREFIX-1")
+@ensure(lambda k, result: 0 <= result <= k, "REPLAY-DIALECT-4, REPLAY-DIALECT-5, REPLAY-DIALECT-7: never more than the resident prefix")
+@ensure(lambda dialect, input_length, block_size, result: "hit-cap-last-token" not in dialect or result * block_size < input_length,
+        "REPLAY-DIALECT-4: the last prompt token is always computed")
+def engine_hit_blocks(k: int, n: int, input_length: int, block_size: int, capacity: int, dialect: Dialect) -> int:
+    """The hit blocks of a request whose resident prefix is k of its n blocks (REPLAY-PREFIX-1):
+    none for a request not run (REPLAY-DIALECT-5), no partial block (REPLAY-DIALECT-7), and at most
+    ⌊(input_length − 1) / block_size⌋ (REPLAY-DIALECT-4)."""
+    if skipped(n, capacity, dialect):
+        return 0  # REPLAY-DIALECT-5
+    k = min(k, cached_blocks(n, input_length, block_size, dialect))  # REPLAY-DIALECT-7: a partial block is never looked up
+    if "hit-cap-last-token" in dialect:
+        k = min(k, (input_length - 1) // block_size)  # REPLAY-DIALECT-4
+    return k
+
+
+class EngineCache:
+    """A cache whose replay runs each request whole: the hit blocks (``hit_blocks``), then the
+    request itself (``run``). Subclasses hold ``dialect``, ``capacity`` and ``block_size``."""
+
+    dialect: Dialect
+    capacity: int
+    block_size: int
+
+    def hit_blocks(self, k: int, blocks: list[int], input_length: int) -> int:
+        """The request's hit blocks, given its resident prefix k (REPLAY-PREFIX-1); changes nothing."""
+        return engine_hit_blocks(k, len(blocks), input_length, self.block_size, self.capacity, self.dialect)
+
+    def run(self, blocks: list[int], input_length: int, k: int) -> None:
+        """Run the request whose hit blocks are k."""
+        raise NotImplementedError
+
+
+@dataclass(slots=True, eq=False)
+class EngineReplay(EngineCache):
+    """An LRU or FIFO dialect run request by request (REPLAY-DIALECT-4 to REPLAY-DIALECT-8): within
+    a request, each block it caches is accessed in order, as REPLAY-ACCESS-1 says."""
+
+    cache: DialectLRU | DialectFIFO
+    dialect: Dialect
+    capacity: int
+    block_size: int
+
+    def blocks(self, hash_ids: list[int]) -> list[int]:
+        return self.cache.blocks(hash_ids)
+
+    def is_resident(self, h: int) -> bool:
+        return self.cache.is_resident(h)
+
+    def resident_count(self) -> int:
+        return self.cache.resident_count()
+
+    def state_invariants_hold(self) -> bool:
+        """The cache's own, and REPLAY-DIALECT-6: nothing is pinned between requests."""
+        return self.cache.state_invariants_hold() and not self.cache.protected
+
+    def run(self, blocks: list[int], input_length: int, k: int) -> None:
+        """REPLAY-DIALECT-5: nothing, for a request not run; else REPLAY-ACCESS-1 on the blocks it
+        caches (REPLAY-DIALECT-7), each pinned once resident (REPLAY-DIALECT-6), then its partial
+        block's slot (REPLAY-DIALECT-8); the pins end with the request."""
+        cache, dialect = self.cache, self.dialect
+        if skipped(len(blocks), self.capacity, dialect):
+            return  # REPLAY-DIALECT-5
+        cached = cached_blocks(len(blocks), input_length, self.block_size, dialect)
+        for h in blocks[:cached]:
+            cache.access(h)
+            if "pin-request" in dialect and cache.is_resident(h):
+                cache.protected.add(h)  # REPLAY-DIALECT-6: the request's own admissions never evict it
+        if cached < len(blocks) and "partial-block-slot" in dialect:
+            slot = cache.paths.slot(blocks[-1])  # REPLAY-DIALECT-8: a block no request names again
+            cache.access(slot)
+            cache.release(slot)  # freed with the request, and never cached
+        if "pin-request" in dialect:
+            cache.protected.clear()  # REPLAY-DIALECT-6: only while the request runs
