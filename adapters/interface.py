@@ -72,9 +72,10 @@ class Adapter(Protocol):
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         """REPLAY-PREFIX-1 to REPLAY-HIT-1 for one request; MUST NOT change the cache."""
 
-    def access(self, hash_ids: list[int], input_length: int | None = None) -> None:
-        """REPLAY-ACCESS-1: access every block of the request, in order. ``input_length`` is given
-        only in a dialect with full-blocks-only (PROTO-10, REPLAY-DIALECT-7)."""
+    def access(self, hash_ids: list[int]) -> None:
+        """REPLAY-ACCESS-1: access every block of the request, in order. In a dialect with
+        full-blocks-only the suite also passes ``input_length=L`` (PROTO-10, REPLAY-DIALECT-7), so
+        an adapter certified in one takes that keyword too; no other adapter is ever passed it."""
 
     def resident_count(self) -> int:
         """REPLAY-RESULT-4: the blocks resident now."""

@@ -110,7 +110,7 @@ def probe_divergence(implementation: Implementation, policy: str, pins: Pins = P
     Divergence (a Fault where the implementation failed), or None."""
     for probe in probes(policy, pins, implementation.in_process):
         try:
-            send(implementation, probe, dialect)
+            send(implementation, probe, dialect, pins)
         except Unshrinkable as stop:
             return stop.fault
         except Divergence as divergence:
@@ -118,13 +118,13 @@ def probe_divergence(implementation: Implementation, policy: str, pins: Pins = P
     return None
 
 
-def send(implementation: Implementation, probe: Probe, dialect: Dialect = CANONICAL) -> None:
+def send(implementation: Implementation, probe: Probe, dialect: Dialect = CANONICAL, pins: Pins = Pins()) -> None:
     """Offer the probe's configuration to both, and its requests if both accept it."""
     adapter = started(implementation, False)
     lockstep = Lockstep(adapter, probe.config, dialect)  # type: ignore[arg-type]
     lockstep.adapter = Located(adapter, lambda: location(lockstep))  # type: ignore[assignment]
     if lockstep.configure():
-        for hash_ids in probe.requests:
+        for hash_ids in pins.split(probe.requests):
             lockstep.request(list(hash_ids), len(hash_ids))
 
 
@@ -185,7 +185,7 @@ class CertificationMachine(RuleBasedStateMachine):
         room, block_size = INT64_MAX - conversations.prompt_tokens, self.lockstep.config.block_size
         if room < 1:
             return  # huge blocks have used up every token a trace can hold
-        hash_ids = self.draw_request(kind, pick, blocks, data)[: (room - 1) // block_size + 1]
+        hash_ids = self.pins.fitting(self.draw_request(kind, pick, blocks, data)[: (room - 1) // block_size + 1], self.lockstep.config.capacity)
         full = (len(hash_ids) - 1) * block_size
         input_length = full + 1 + tokens % min(block_size, room - full)
         self.lockstep.request(hash_ids, input_length)

@@ -121,7 +121,9 @@ class Report(BaseModel):
     level: Literal["results", "state", "unknown"] = Field(description="unknown: the implementation failed before it said")
     profile: str = Field(description="quick or thorough, the examples and trace lengths of the run")
     seed: int = Field(description="the Hypothesis seed: the same seed replays the same run")
-    pins: dict[str, float | int] = Field(description="S3FIFO knobs held fixed (kvspec certify --small-ratio, --max-freq); empty: none")
+    pins: dict[str, float | int | bool] = Field(description="S3FIFO knobs held fixed (kvspec certify --small-ratio, --max-freq), and "
+                                                "fitting_requests: true when every request had at most capacity blocks (--fitting-requests); "
+                                                "empty: none")
     conforms: bool = Field(description="true when every policy conforms and nothing failed outside them; kvspec then exits with status 0 "
                            "(PROTO-30)")
     faults: list[Failure] = Field(description="failures outside every policy's run: at the implementation's start or at its stop "
@@ -260,7 +262,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
         kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"), adapter=adapter_spec,
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
         level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
-        pins={k: v for k, v in vars(pins).items() if v is not None}, conforms=not faults and all(v.conforms for v in verdicts),
+        pins={k: v for k, v in vars(pins).items() if v not in (None, False)}, conforms=not faults and all(v.conforms for v in verdicts),
         faults=[failure_of(adapter_spec, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
     )
 
@@ -274,9 +276,12 @@ def markdown(report: Report) -> str:
         f"- kvspec {report.kvspec_version}, spec {report.spec_version}, Hypothesis {report.hypothesis_version}, profile {report.profile}, "
         f"seed {report.seed}",
     ]
-    if report.pins:
-        held = ", ".join(f"{knob} = {value}" for knob, value in report.pins.items())
+    knobs = {knob: value for knob, value in report.pins.items() if knob != "fitting_requests"}
+    if knobs:
+        held = ", ".join(f"{knob} = {value}" for knob, value in knobs.items())
         lines.append(f"- only configurations with {held} (the rest of the configuration space was not certified)")
+    if report.pins.get("fitting_requests"):
+        lines.append("- only requests of at most capacity blocks (--fitting-requests: longer ones were not certified)")
     lines.append("")
     if report.faults:
         lines += ["## The implementation failed outside the policies' runs", ""]

@@ -41,6 +41,8 @@ def add(commands: Any) -> None:
                        help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
     check.add_argument("--max-freq", metavar="COUNT", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
                        help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
+    check.add_argument("--fitting-requests", action="store_true",
+                       help="send only requests of at most capacity blocks, for an engine that cannot run a longer one")
     add_dialect(check, "certify against")
     check.add_argument("--find-dialect", action="store_true",
                        help="where a policy does not conform, search spec/dialects.md's variation points for a minimal set under which it "
@@ -49,7 +51,7 @@ def add(commands: Any) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
-    pins = Pins(args.small_ratio, args.max_freq)
+    pins = Pins(args.small_ratio, args.max_freq, args.fitting_requests)
     pins.check()
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     faults: list[Finding] = []

@@ -81,10 +81,21 @@ class Conversations:
 @dataclass(frozen=True)
 class Pins:
     """S3FIFO knobs held fixed, for an implementation that has no such knob (``kvspec certify
-    --small-ratio``, ``--max-freq``); the verdict then covers only those configurations."""
+    --small-ratio``, ``--max-freq``), and whether every request fits in the cache, for an engine
+    that cannot run a longer one (``--fitting-requests``); the verdict then covers only those
+    configurations and requests."""
 
     small_ratio: float | None = None
     max_freq: int | None = None
+    fitting_requests: bool = False
+
+    def fitting(self, hash_ids: list[int], capacity: int) -> list[int]:
+        """A request as sent: under ``fitting_requests``, its first max(capacity, 1) blocks."""
+        return hash_ids[: max(capacity, 1)] if self.fitting_requests else hash_ids
+
+    def split(self, requests: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+        """A probe's requests as sent: under ``fitting_requests``, one block each, which fits every cache."""
+        return tuple((h,) for request in requests for h in request) if self.fitting_requests else requests
 
     def check(self) -> None:
         """S3-CONF-1, S3-CONF-6: a pinned knob must be a value the spec accepts."""
