@@ -202,7 +202,8 @@ class InProcessAdapter:
         if input_length is None:
             self._method("access", list(hash_ids))
         else:
-            self._method("access", list(hash_ids), input_length=input_length)  # PROTO-10
+            # PROTO-10: a keyword; an adapter whose access takes none fails here, guarded (PROTO-29)
+            self._guard("access", lambda ids: self._inner.access(ids, input_length=input_length), list(hash_ids))
 
     def resident_count(self) -> int:
         return self._count("resident_count", self._method("resident_count"))

@@ -67,9 +67,9 @@ class Located:
 
 
 def forwarded(name: str) -> Callable[..., Any]:
-    def call(self: Located, *args: Any) -> Any:
+    def call(self: Located, *args: Any, **keywords: Any) -> Any:
         try:
-            return getattr(self._adapter, name)(*args)
+            return getattr(self._adapter, name)(*args, **keywords)  # access's input_length is a keyword (PROTO-10)
         except AdapterFailure as failure:
             raise located(failure, self._where()) from None
 
