@@ -5,7 +5,10 @@ worked out apart from the lockstep: the reference's S3FIFO and LRU stepped side 
 is an LRU asked for S3FIFO), and each replayed alone."""
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +140,28 @@ def test_keep_going_without_an_adapter_or_with_per_request_is_bad_input(tmp_path
     assert cli.main(["replay", str(trace_file(tmp_path / "t.jsonl")), "--keep-going", *extra, "--output", str(tmp_path / "out.json")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("kvspec: error: --keep-going ") and err.count("\n") == 1 and not (tmp_path / "out.json").exists()
+
+
+def test_memory_does_not_grow_with_the_divergences(tmp_path: Path) -> None:
+    """Every request diverges (one-block requests, never reused: S3FIFO keeps them in S alone, the
+    LRU fills its capacity): 5,000 divergences take no more memory than 500, each written to the
+    spool as it is found (a list of the 5,000 would take some 7 MiB)."""
+    line = '{{"timestamp": 0, "input_length": 1, "output_length": 0, "hash_ids": [{}]}}\n'
+    output = tmp_path / "out.json"
+    peaks = []
+    for count in (500, 5_000):
+        (tmp_path / f"{count}.jsonl").write_text("".join(line.format(i) for i in range(count)))
+        peaks.append(peak_mib("replay", str(tmp_path / f"{count}.jsonl"), "--capacity", "64", "--block-size", "1", "--adapter",
+                              f"python:{FAKES}:lru_at_the_results_level", "--keep-going", "--output", str(output)))
+        assert json.loads(output.read_text())["diverged_requests"] > count - 10
+    assert peaks[1] < peaks[0] + 1, peaks
+
+
+def peak_mib(*args: str) -> float:
+    """The peak of a kvspec command's Python allocations (tracemalloc, after the imports), contracts
+    off, in a process of its own; the command must find the divergences."""
+    code = ("import sys, tracemalloc\nfrom kvspec.conformance.cli import main\ntracemalloc.start()\nstatus = main(sys.argv[1:])\n"
+            "print(tracemalloc.get_traced_memory()[1] / 2**20, file=sys.stderr)\nsys.exit(status)")
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert run.returncode == 3, run.stderr
+    return float(run.stderr.splitlines()[-1])
