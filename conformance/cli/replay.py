@@ -42,7 +42,7 @@ def add(commands: Any) -> None:
     run = subcommand(
         commands, "replay", "the result is written",
         "with --adapter, the implementation disagreed with the reference or failed (one line on stderr: the trace line and the clause; "
-        "with --keep-going, every divergence)",
+        "with --keep-going, the report is written, and stderr gives the first divergences and both caches' totals)",
         help="replay a Mooncake trace against one policy (spec/replay.md)",
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
