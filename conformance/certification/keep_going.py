@@ -105,7 +105,7 @@ class DivergenceReport(BaseModel):
     stopped: Stopped | None = Field(default=None, description="where the implementation failed, or refused the configuration; absent "
                                     "when it ran to the end and stopped as it must")
     divergences: list[DivergentRequest] = Field(description="every request on which the two differ, in trace order, the first "
-                                                "divergence's included")
+                                                "divergence's included (unless the implementation failed during that request)")
 
 
 class Running:
@@ -125,8 +125,8 @@ class Running:
 
 class KeepGoing(Lockstep):
     """A Lockstep that goes on past divergences. Each divergent request goes to ``divergent`` as it
-    is found (kvspec keeps a few and spools the rest: their number is the trace's); ``line`` gives
-    the trace line of the request being replayed."""
+    is found (`kvspec replay` spools them: there may be as many as requests); ``line`` gives the
+    trace line of the request being replayed."""
 
     def __init__(self, adapter: Adapter, config: AdapterConfig, dialect: Dialect, line: Callable[[], int],
                  divergent: Callable[[DivergentRequest], None]) -> None:
@@ -138,12 +138,11 @@ class KeepGoing(Lockstep):
         self.spec, self.own = Running(), Running()
 
     def found(self, divergence: Divergence) -> None:
-        """The first divergence is kept and the replay goes on; a later one in the same request
-        (its resident count after a difference in hit tokens) says nothing more."""
-        if self.first is None:
-            self.first = FirstDivergence(request=divergence.request, line=self.line(), clauses=list(divergence.clauses),
-                                         consistent_with=list(divergence.consistent_with), message=str(divergence))
-            self.trace = []  # the requests kept to diagnose a divergence: no later one is diagnosed
+        """The first divergence, kept; the replay goes on (Lockstep.request checks nothing more of
+        its request than the results, and request() nothing more of the next ones)."""
+        self.first = FirstDivergence(request=divergence.request, line=self.line(), clauses=list(divergence.clauses),
+                                     consistent_with=list(divergence.consistent_with), message=str(divergence))
+        self.trace = []  # the requests kept to diagnose a divergence: no later one is diagnosed
 
     def diverged(self) -> bool:
         return self.first is not None
