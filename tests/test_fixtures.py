@@ -215,6 +215,68 @@ def test_FIX_12_the_reference_passes_every_case() -> None:
     assert {r.verdict for r in results if not r.id.startswith(("replay-", "benefit-"))} == {"skip"}  # no adapter operation for them
 
 
+def policy_in_file(directory: Path, entry: dict[str, str]) -> str | None:
+    """A case's policy as its file says (FIX-12): its configuration's, or benefit, or none."""
+    case = json.loads((directory / entry["path"]).read_text())
+    return case["config"]["policy"] if case["kind"] == "replay" else "benefit" if case["kind"] == "benefit" else None
+
+
+def small_corpus(folder: Path) -> dict[str, str | None]:
+    """Two cases of each policy (seeded conversations, which an LRU asked for S3FIFO fails) and
+    one of each other kind, with their manifest: each case's policy, by id, in manifest order."""
+    manifest = json.loads((CORPUS / "manifest.json").read_text())
+    kept, taken = [], {}
+    for entry in manifest["cases"]:
+        group = policy_in_file(CORPUS, entry) or entry["kind"]
+        if taken.get(group, 0) < (1 if group == entry["kind"] else 2) and ("-conversations-" in entry["id"] or entry["kind"] != "replay"):
+            taken[group] = taken.get(group, 0) + 1
+            kept.append(entry)
+            (folder / entry["path"]).parent.mkdir(parents=True, exist_ok=True)
+            (folder / entry["path"]).write_bytes((CORPUS / entry["path"]).read_bytes())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "cases": kept}))
+    return {entry["id"]: policy_in_file(folder, entry) for entry in kept}
+
+
+def test_FIX_12_policy_verifies_only_the_cases_of_those_policies_and_the_report_gives_each_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kvspec.adapters.reference import ReferenceAdapter
+    from kvspec.conformance import cli
+
+    configured: list[str] = []
+
+    class Recording(ReferenceAdapter):
+        def configure(self, config):  # type: ignore[no-untyped-def]
+            configured.append(config.policy)
+            super().configure(config)
+
+        def configure_benefit(self, config):  # type: ignore[no-untyped-def]
+            configured.append("benefit")
+            super().configure_benefit(config)
+
+    corpus = tmp_path / "corpus"
+    policies = small_corpus(corpus)
+    assert set(policies.values()) == {"s3fifo", "lru", "fifo", "benefit", None}
+    results = verify(corpus, Recording, {}, policies=("fifo", "benefit"))
+    chosen = [case for case, policy in policies.items() if policy in ("fifo", "benefit")]
+    assert [r.id for r in results] == chosen and sorted(configured) == sorted(policies[case] for case in chosen)
+    assert {r.verdict for r in results} == {"pass"} and all(r.policy == policies[r.id] for r in results)
+    output = tmp_path / "verdicts.json"
+    assert cli.main(["fixtures", "verify", str(corpus), "--adapter", "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo",
+                     "--policy", "lru", "--policy", "s3fifo", "--output", str(output)]) == 3
+    verdicts = json.loads(output.read_text())
+    assert [v["id"] for v in verdicts] == [case for case, policy in policies.items() if policy in ("lru", "s3fifo")]
+    assert all(v["policy"] == policies[v["id"]] for v in verdicts) and {v["verdict"] for v in verdicts if v["policy"] == "lru"} == {"pass"}
+    failed = [v for v in verdicts if v["verdict"] == "fail"]
+    shown = capsys.readouterr().out
+    assert failed and "cases of lru, s3fifo in " in shown and all(f"FAIL {v['id']} (s3fifo: {v['title']}): " in shown for v in failed)
+    assert cli.main(["fixtures", "verify", str(corpus), "--adapter", "reference", "--output", str(tmp_path / "all.json")]) == 0
+    everything = json.loads((tmp_path / "all.json").read_text())
+    assert [(v["id"], v["policy"]) for v in everything] == list(policies.items())  # without --policy, every case, each with its policy
+    single = corpus / next(entry["path"] for entry in json.loads((corpus / "manifest.json").read_text())["cases"] if entry["kind"] == "benefit")
+    assert cli.main(["fixtures", "verify", str(single), "--adapter", "reference", "--policy", "fifo"]) == 1
+    assert "FIX-12: " in capsys.readouterr().err
+
+
 def test_FIX_12_the_javascript_example_passes_every_case_of_the_policies_it_lists(tmp_path: Path) -> None:
     run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", f"cmd:node {ROOT / 'examples' / 's3fifo-node' / 'server.js'}",
                  "--output", str(tmp_path / "verdicts.json"))

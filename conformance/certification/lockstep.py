@@ -3,7 +3,7 @@ must agree after every one (spec/replay.md, spec/s3fifo.md, spec/lru.md, spec/fi
 
 The certification machine draws the configurations and requests; `kvspec replay --adapter`
 takes them from a trace file, with a Lockstep as the replay's Server. Both stop at the first
-Divergence.
+Divergence; `kvspec replay --keep-going` goes on past it (conformance/certification/keep_going.py).
 """
 
 from collections.abc import Callable
@@ -147,7 +147,7 @@ class Lockstep:
 
     def request(self, hash_ids: list[int], input_length: int) -> int:
         """One request, sent to both; hit tokens, resident count and (at the state level) every
-        queue must agree. The hit tokens."""
+        queue must agree. The reference's hit tokens (the implementation's, when they agree)."""
         reference, adapter, config = self.reference, self.adapter, self.config
         assert reference is not None, "configure() accepted no configuration"
         self.trace.append((hash_ids, input_length))
@@ -159,28 +159,42 @@ class Lockstep:
         before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
         actual = adapter.hit_tokens(hash_ids, input_length)
         if actual != expected:
-            raise self.diverge(self.diagnosed(lambda: self.hit_token_diagnosis(before, actual)), f"{where}: expected {expected} hit tokens, got {actual}", expected, actual)
-        if before is not None and adapter.snapshot() != before:
-            raise self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
-                               adapter.snapshot())
+            self.found(self.diverge(self.diagnosed(lambda: self.hit_token_diagnosis(before, actual)),
+                                    f"{where}: expected {expected} hit tokens, got {actual}", expected, actual))
+        elif before is not None and adapter.snapshot() != before:
+            self.found(self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
+                                    adapter.snapshot()))
         serve_request(reference, blocks, input_length, k)
         if "full-blocks-only" in self.dialect:
             adapter.access(hash_ids, input_length=input_length)  # PROTO-10: whether its last block is whole (REPLAY-DIALECT-7)
         else:
             adapter.access(hash_ids)
-        queues = adapter.snapshot() if before is not None else None
+        queues = adapter.snapshot() if before is not None and not self.diverged() else None
         if queues is not None:  # the queues first: their difference is the more telling diagnosis
             assert before is not None
             spec_after = snapshot_of(reference)
             if queues != spec_after:
                 diagnosis = self.diagnosed(lambda: queue_diagnosis(config, (hash_ids, input_length), before, spec_after, queues))
-                raise self.diverge(diagnosis, f"after {where}: {queue_difference(spec_after, queues)}", spec_after, queues)
+                self.found(self.diverge(diagnosis, f"after {where}: {queue_difference(spec_after, queues)}", spec_after, queues))
         want, got = reference.resident_count(), adapter.resident_count()
-        if want != got:
+        if want != got and not self.diverged():
             diagnosis = self.diagnosed(lambda: resident_count_diagnosis(config, queues, got) if queues is not None
                                        else results_diagnosis(adapter, config, self.trace, None, got))
-            raise self.diverge(diagnosis, f"after {where}: expected {want} resident blocks, got {got}", want, got)
-        return actual
+            self.found(self.diverge(diagnosis, f"after {where}: expected {want} resident blocks, got {got}", want, got))
+        self.compared(input_length, expected, actual, want, got)
+        return expected
+
+    def found(self, divergence: Divergence) -> None:
+        """Where the two disagree: the lockstep stops there."""
+        raise divergence
+
+    def diverged(self) -> bool:
+        """Whether the two have disagreed yet: never, for a lockstep that stops at once."""
+        return False
+
+    def compared(self, input_length: int, expected_hit: int, actual_hit: int, expected_count: int, actual_count: int) -> None:
+        """A request both have run, with the hit tokens and resident count each gave: equal, for a
+        lockstep that stops at the first difference."""
 
     def hit_token_diagnosis(self, before: Snapshot | None, actual: int) -> Diagnosis:
         """Hit tokens that differ: read against the implementation's own queues where it shows them."""

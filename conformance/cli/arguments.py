@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT
+from kvspec.conformance.certification.keep_going import DivergenceReport
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
 from kvspec.conformance.core.output import written_whole
@@ -144,17 +145,19 @@ def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> 
                          help=f"seconds it has to answer start, or an in-process factory to return (default {START_TIMEOUT:g})")
 
 
-def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str) -> Iterator[tuple[int, TraceRecord]]:
+def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str,
+                  more: Callable[[], str] = lambda: "") -> Iterator[tuple[int, TraceRecord]]:
+    """The records, with a progress line: the requests read, and ``more`` after them."""
     progress = Progress(label, trace.fraction_read)
     try:
         for count, item in enumerate(records, start=1):
-            progress.update(f"{count:,} requests")
+            progress.update(f"{count:,} requests{more()}")
             yield item
     finally:
         progress.close()
 
 
-def write_json(model: ReplayResult | Sweep | Ablation, output: Path | None, spool: Spool | None = None) -> None:
+def write_json(model: ReplayResult | Sweep | Ablation | DivergenceReport, output: Path | None, spool: Spool | None = None) -> None:
     """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file. A spool's
     per-request lines are copied in chunks, never held in memory."""
     if output is None:

@@ -15,7 +15,7 @@ from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.fixtures.corpus import bundled_corpus
 from kvspec.conformance.fixtures.runner import verify
-from kvspec.reference import KvspecError
+from kvspec.reference import ALL_POLICIES, KvspecError
 
 
 def add(commands: Any) -> None:
@@ -29,6 +29,8 @@ def add(commands: Any) -> None:
                             help="a corpus folder, or one case's file (default: the corpus installed with kvspec)")
     add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
     replay_all.add_argument("--known-failures", metavar="FILE", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
+    replay_all.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
+                            help="verify only the cases of this policy (repeatable; default: every case; FIX-12)")
     add_output(replay_all, "also write every case's verdict as JSON here")
     replay_all.set_defaults(handler=run_fixtures_verify)
 
@@ -52,7 +54,7 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
 
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     try:
-        results = verify(directory, implementation, known, advance)
+        results = verify(directory, implementation, known, advance, args.policies or ())
         unless_interrupted()
     finally:
         progress.close()
@@ -62,11 +64,12 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
     cases = [result for result in results if result.id != "implementation"]
     counts = {verdict: sum(r.verdict == verdict for r in cases) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}
     failed = any(result.verdict in ("fail", "unexpected-pass") for result in results)
-    print(f"{args.adapter}: {'DOES NOT CONFORM' if failed else 'conforms'}: {len(cases)} cases in {directory}"
+    of = f" of {', '.join(args.policies)}" if args.policies else ""
+    print(f"{args.adapter}: {'DOES NOT CONFORM' if failed else 'conforms'}: {len(cases)} cases{of} in {directory}"
           + "".join(f", {n} {verdict}" for verdict, n in counts.items() if n))
     for result in results:
         if result.id == "implementation":
             print(f"  FAIL at {result.title}: {result.detail}")
         elif result.verdict in ("fail", "unexpected-pass"):
-            print(f"  {result.verdict.upper()} {result.id} ({result.title}): {result.detail}")
+            print(f"  {result.verdict.upper()} {result.id} ({result.policy}: {result.title}): {result.detail}")
     return 3 if failed else 0

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kvspec.adapters import protocol
-from kvspec.conformance.certification import matrix, report
+from kvspec.conformance.certification import keep_going, matrix, report
 from kvspec.conformance.cli.arguments import add_dialect, dialect_of, folder_path, subcommand
 from kvspec.conformance.core import annotated_spec
 from kvspec.conformance.core.output import written_whole
@@ -83,7 +83,8 @@ def run_fixtures_collect(args: argparse.Namespace) -> None:
 def schema_texts() -> dict[str, str]:
     """Every JSON Schema kvspec publishes, by its path under spec/schemas/ (each written by
     adapters/protocol.py's schema_text)."""
-    return {**{f"adapter/{name}": text for name, text in protocol.schema_texts().items()}, **fixture_format.schema_texts(), **report.schema_texts()}
+    return {**{f"adapter/{name}": text for name, text in protocol.schema_texts().items()}, **fixture_format.schema_texts(), **report.schema_texts(),
+            **keep_going.schema_texts()}
 
 
 def run_schemas(args: argparse.Namespace) -> None:

@@ -3,13 +3,15 @@ an implementation in lockstep with it."""
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, KeepGoing, Running, Stopped, Totals
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.cli.arguments import (
     DEFAULTS,
@@ -29,14 +31,18 @@ from kvspec.conformance.cli.arguments import (
 )
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.spool import Spool
-from kvspec.reference import POLICIES, ReplayConfig, ReplayResult, make_policy, replay
+from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, make_policy, replay
+from kvspec.reference.dialects import in_catalogue_order
 from kvspec.reference.trace import TraceRecord
+
+SHOWN = 20  # the divergences --keep-going prints; the JSON has every one
 
 
 def add(commands: Any) -> None:
     run = subcommand(
         commands, "replay", "the result is written",
-        "with --adapter, the implementation disagreed with the reference or failed (one line on stderr: the trace line and the clause)",
+        "with --adapter, the implementation disagreed with the reference or failed (one line on stderr: the trace line and the clause; "
+        "with --keep-going, the report is written, and stderr gives the first divergences and both caches' totals)",
         help="replay a Mooncake trace against one policy (spec/replay.md)",
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
@@ -49,13 +55,23 @@ def add(commands: Any) -> None:
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
     add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
                 "with the reference; exit 3 at the first request on which they disagree, or where it fails")
+    run.add_argument("--keep-going", action="store_true",
+                     help="with --adapter: go on past every divergence to the end of the trace, each cache replaying from its own state "
+                     "(the implementation is never reset to the reference's), and write every divergence and both caches' own totals "
+                     "as JSON (docs/certification.md); exit 3 if any request diverged or the implementation failed")
     run.set_defaults(handler=run_replay)
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    if args.keep_going and args.adapter is None:
+        raise KvspecError("--keep-going goes on past an implementation's divergences from the reference: it needs --adapter")
+    if args.keep_going and args.per_request:
+        raise KvspecError("--keep-going writes the requests on which the two differ, not every request's line: leave out --per-request")
     trace = open_trace(args.trace)
-    records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
     config = base_config(args, args.policy, args.capacity, dialect_of(args, args.policy))
+    if args.keep_going:
+        return run_keep_going(args, trace, config)
+    records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
     with Spool() if args.per_request else nullcontext() as spool:
         if args.adapter is None:
             result = replay(records, config, path=trace.path, sink=spool)
@@ -107,3 +123,103 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
     except AdapterFailure as failure:
         return f"kvspec: {name} does not conform, at its stop: {failure.clause}: {failure}"
     return result
+
+
+def run_keep_going(args: argparse.Namespace, trace: TraceFile, config: ReplayConfig) -> int:
+    """--keep-going: every divergence to the JSON, through a spool (their number grows with the
+    trace; memory holds the first SHOWN, to print), the report's text to stderr."""
+    implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
+    shown: list[DivergentRequest] = []
+    with Spool("divergences") as spool:
+
+        def divergent(request: DivergentRequest) -> None:
+            spool.append(request)
+            if len(shown) < SHOWN:
+                shown.append(request)
+
+        records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}",
+                                lambda: f", {spool.count:,} diverged" if spool.count else "")
+        report = replay_keeping_going(implementation, records, config, trace.path, divergent)
+        unless_interrupted()
+        write_json(report, args.output, spool)
+    if not report.conforms or sys.stderr.isatty():
+        print(keep_going_text(report, shown), file=sys.stderr)
+    return 0 if report.conforms else 3
+
+
+def replay_keeping_going(implementation: Implementation, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
+                         divergent: Callable[[DivergentRequest], None]) -> DivergenceReport:
+    """The replay through an implementation in lockstep with the reference up to their first
+    divergence, and each from its own state past it, to the end of the trace or to where the
+    implementation fails (at its start and stop too)."""
+    make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
+    given = AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)
+    read = [0, 0]  # requests read, and the line of the last
+
+    def numbered() -> Iterator[tuple[int, TraceRecord]]:
+        for line_number, record in records:
+            read[:] = [read[0] + 1, line_number]
+            yield line_number, record
+
+    report = DivergenceReport(adapter=implementation.spec, name=implementation.spec, trace=path, config=asdict(given),
+                              dialect=in_catalogue_order(config.dialect), conforms=False, requests=0, diverged_requests=0,
+                              reference=Running().totals(), implementation=Running().totals(), divergences=[])
+    try:
+        adapter = implementation.start()
+    except AdapterFailure as failure:
+        return report.model_copy(update={"stopped": Stopped(at="start", clauses=[failure.clause], message=f"{failure.clause}: {failure}")})
+    lockstep = KeepGoing(adapter, given, config.dialect, lambda: read[1], divergent)
+    stopped = None
+    try:
+        lockstep.configure()
+        replay(numbered(), config, path=path, server=lockstep)  # the reference's result: the lockstep keeps both caches' totals
+    except Divergence as refused:  # past the configuration, a KeepGoing raises none
+        stopped = Stopped(at="configuration", clauses=list(refused.clauses), message=str(refused))
+    except AdapterFailure as failure:
+        during = lockstep.reference is not None and read[0]  # configured, and a request read: it failed during that request
+        where = {"at": "request", "request": read[0], "line": read[1]} if during else {"at": "configuration"}
+        stopped = Stopped(**where, clauses=[failure.clause], message=f"{failure.clause}: {failure}")
+    if stopped is None:
+        try:
+            implementation.close()
+        except AdapterFailure as failure:
+            stopped = Stopped(at="stop", clauses=[failure.clause], message=f"{failure.clause}: {failure}")
+    return report.model_copy(update={
+        "name": adapter.identity.name, "conforms": stopped is None and lockstep.first is None, "requests": lockstep.requests,
+        "diverged_requests": lockstep.diverged_requests, "reference": lockstep.spec.totals(), "implementation": lockstep.own.totals(),
+        "first_divergence": lockstep.first, "stopped": stopped})
+
+
+def keep_going_text(report: DivergenceReport, shown: list[DivergentRequest]) -> str:
+    """The report for a reader: the verdict, the first divergences, where it stopped, both caches' totals."""
+    name, path = report.name, report.trace
+    first = report.first_divergence
+    lines = [f"{name} agrees with the reference on all {report.requests:,} requests"] if report.conforms else []
+    if first is not None:
+        verdict = f"{report.diverged_requests:,} of {report.requests:,} requests diverged"
+        lines += [f"kvspec: {name} does not conform: {verdict}, the first at line {first.line} of {path} (request {first.request}): {first.message}",
+                  "  past the first divergence each cache replayed from its own state (the implementation is never reset to the reference's);",
+                  "  the reference's against the implementation's, on each request that diverged:"]
+        lines += [f"  line {d.line} (request {d.request}): {difference(d)}" for d in shown]
+        if report.diverged_requests > len(shown):
+            lines.append(f"  and {report.diverged_requests - len(shown):,} more (the JSON has every one)")
+    if report.stopped is not None:
+        stop = report.stopped
+        where = {"request": f"line {stop.line} of {path} (request {stop.request})", "configuration": "the configuration"}.get(stop.at, f"its {stop.at}")
+        before = f" (the totals are those of the {report.requests:,} requests before)" if stop.at == "request" else ""
+        lines.append(f"kvspec: {name} does not conform, at {where}: {stop.message}{before}")
+    lines += [f"  reference:      {totals_text(report.requests, report.reference)}",
+              f"  implementation: {totals_text(report.requests, report.implementation)}"]
+    return "\n".join(lines)
+
+
+def difference(request: DivergentRequest) -> str:
+    """What differs on a divergent request: its hit tokens, the resident count after it, or (the first divergence) neither."""
+    parts = [f"{what} {pair.reference:,} against {pair.implementation:,}" for what, pair in
+             (("hit tokens", request.hit_tokens), ("resident count", request.resident_count)) if pair.reference != pair.implementation]
+    return "; ".join(parts) or "the same hit tokens and resident count (the first divergence, above)"
+
+
+def totals_text(requests: int, totals: Totals) -> str:
+    return (f"{requests:,} requests, {totals.total_hit_tokens:,} of {totals.total_prompt_tokens:,} prompt tokens hit ({totals.hit_rate:.2%}); "
+            f"{totals.final_cache_blocks:,} blocks resident at the end")

@@ -1,13 +1,17 @@
 """Deliberately wrong in-process implementations (python:tests/fakes/inprocess.py:FACTORY): the
 reference, which conforms, broken in one way at its third request after each configure, so that
-every replay of an example fails alike; or at its construction, or at its close (PROTO-29)."""
+every replay of an example fails alike; or at its construction, or at its close (PROTO-29); and,
+for `kvspec replay --keep-going`, an LRU asked for S3FIFO at the results level, which diverges
+on request after request, alone and raising late."""
 
 import time
 
 from kvspec.adapters.interface import Snapshot
 from kvspec.adapters.reference import ReferenceAdapter
+from kvspec.conformance.galleries.mutants import LruInsteadOfS3FIFO
 
 FAULT_AT = 3
+LATE_FAULT_AT = 40  # lru_raising_late's, after many divergences
 
 
 class Counting(ReferenceAdapter):
@@ -97,3 +101,33 @@ class HitRaises(ReferenceAdapter):
 
 def hit_raises() -> HitRaises:
     return HitRaises()
+
+
+class LruAtTheResultsLevel(LruInsteadOfS3FIFO):
+    """Asked for S3FIFO, a plain LRU of capacity blocks, showing no queues: every difference is in its results."""
+
+    level = "results"
+
+
+class LruRaisingLate(LruAtTheResultsLevel):
+    """The same, raising as it runs its LATE_FAULT_AT-th request since the last configure (counted
+    in accesses: a diagnosis asks hit_tokens about single blocks between requests)."""
+
+    def configure(self, config: object) -> None:
+        self.requests = 0
+        super().configure(config)  # type: ignore[arg-type]
+
+    def access(self, hash_ids: list[int]) -> None:
+        self.requests += 1
+        if self.requests == LATE_FAULT_AT:
+            raise MemoryError("the block table is full")
+        super().access(hash_ids)
+
+
+
+def lru_at_the_results_level() -> LruAtTheResultsLevel:
+    return LruAtTheResultsLevel()
+
+
+def lru_raising_late() -> LruRaisingLate:
+    return LruRaisingLate()
