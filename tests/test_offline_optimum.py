@@ -15,6 +15,7 @@ from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for
 from kvspec.reference.validation import INT64_MAX
 
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MANY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # the exhaustive searches: milliseconds each
 
 Requests = tuple[tuple[int, ...], ...]
 
@@ -60,7 +61,7 @@ def tiny(trace: Trace) -> Requests:
 TINY = {"max_requests": 4, "max_blocks": 3}
 
 
-@FEW
+@MANY
 @given(trace=arbitrary_traces(pool=4, block_sizes=st.just(1), **TINY), capacity=st.integers(1, 3))
 def test_min_has_the_most_block_hits_of_any_cache(trace: Trace, capacity: int) -> None:
     """Belady's MIN with bypass is optimal in block hits: no choice of admissions and evictions
@@ -68,7 +69,7 @@ def test_min_has_the_most_block_hits_of_any_cache(trace: Trace, capacity: int) -
     assert optimum(trace, capacity).block_hits == best(tiny(trace), capacity, prefix=False)
 
 
-@FEW
+@MANY
 @given(trace=conversation_traces(block_sizes=st.just(1), max_requests=5, max_turn_blocks=2, max_blocks=4, max_scan_blocks=2),
        capacity=st.integers(1, 3))
 def test_where_every_id_names_its_prefix_min_has_the_most_prefix_hits(trace: Trace, capacity: int) -> None:

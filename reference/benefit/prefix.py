@@ -117,7 +117,7 @@ class StoreCounter:
 def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, capacity: int, block_size: int = 512,
                   model: Model = Model(), path: str = "<trace>", dialect: Dialect = CANONICAL) -> PrefixSide:
     """BEN-PREFIX-6 and BEN-PREFIX-7 for S3FIFO, LRU or FIFO: spec/replay.md at capacity // block bytes blocks,
-    in ``dialect`` (DIALECT-1) where one is given."""
+    in ``dialect`` (spec/dialects.md) where one is given."""
     size = model.block_bytes(block_size)
     blocks = capacity // size
     if blocks < 1:
