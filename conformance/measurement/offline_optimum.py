@@ -3,7 +3,8 @@ cache that never evicts. A measurement, not a policy of spec/replay.md: it reads
 before it replays it, which no cache can.
 
 Definition (L. A. Belady, "A study of replacement algorithms for a virtual-storage computer", IBM
-Systems Journal 5(2), 1966; with bypass, as kvcache-simulator 0.1.3's ``optimal`` policy has it):
+Systems Journal 5(2), 1966; with bypass, as kvcache-simulator 0.1.3's ``optimal`` policy has it,
+where libCacheSim 0.3.5's Belady.c always admits: cache.c:251-256):
 the block accesses are every request's hash ids, in trace order and in order within the request,
 as the replay accesses them (spec/replay.md section 4). The next use of an access is the index of
 the next access of the same hash id, or never. A request hits its longest resident prefix, scanned
@@ -15,16 +16,24 @@ farther than any index. Finite next uses are distinct accesses, so the only ties
 blocks never used again, whose choice changes no hit: a missed block never used again is not
 admitted (kvcache-simulator's ``key <= candidate_key``, policies.py:211), and among resident ones
 the block first seen last is evicted first (its trie nodes are numbered in first-seen order and
-the max-heap pops the largest, plan.py:33-43, policies.py:129).
+the max-heap pops the largest, plan.py:39-42, policies.py:129). kvcache-simulator's optimum
+differs where kvspec keeps the replay's words: it counts next uses in requests, not accesses
+(plan.py:46-55), evicts only leaves of its trie, and a bypass ends the request's admissions
+(policies.py:265-266).
 
 MIN with bypass maximises the number of block hits over every cache of the same capacity that
 holds a block only from an access to it on. With longest-prefix hits it is a block-level optimum,
 not a bound on prefix hits in general: a trace in which one hash id follows different predecessors
 lets a cache that keeps a first block hit more prefix than MIN (tests/test_offline_optimum.py).
 Where every hash id names its whole prefix (each id always follows the same predecessor, as in
-the bundled Mooncake traces), MIN's resident blocks that are used again always form whole
-prefixes, so its prefix hit blocks equal its block hits, which bound every such cache's prefix hit
-blocks; hit tokens can still differ by the partial last blocks (min(k x block_size, input_length)).
+the bundled Mooncake traces), it is a bound on prefix hit blocks. Every request that holds a block
+holds its ancestors before it, so an ancestor's next use is always nearer: MIN evicts or bypasses a
+block's descendants first, its resident blocks that are used again form whole prefixes, and its
+prefix hit blocks equal its block hits. A cache that holds a block only from an access to it on
+and evicts only to admit one finds each of a request's prefix blocks resident when it accesses
+it (they come before the request's first miss), so its prefix hit blocks are at most its block
+hits, at most MIN's. Hit tokens can still differ by partial last blocks (min(k x block_size,
+input_length)).
 """
 
 import heapq
