@@ -43,7 +43,7 @@ def add(commands: Any) -> None:
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
     )
     add_trace(versus, False, "without it, the seeded traces; with it, the benefit policy as its prefix cache beside S3FIFO, LRU and "
-              "FIFO at the same byte capacities (spec/benefit.md section 20)")
+              "FIFO at the same byte capacities (spec/benefit.md section 20), under the offline optimum and a cache that never evicts")
     versus.add_argument("--capacity-bytes", dest="capacity_bytes", metavar="BYTES", action="append",
                         type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="the byte capacity of both sides: bytes, or with KiB, MiB, GiB or TiB (repeatable with TRACE; default: 64 MiB, "
