@@ -5,6 +5,7 @@ Expected figures come from outside the code under test: the model's published sh
 positions taken one token at a time, the unbounded-cache figures measured in
 ../shared/data/mooncake/README.md, and set-based simulations written here."""
 
+import gzip
 import itertools
 import json
 import os
@@ -19,6 +20,7 @@ from kvspec.reference import ConfigError, ReplayConfig, TraceFile, bundled_trace
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import ledger_bytes, prefix_config, replay_benefit, replay_blocks, segment_id, serve_request
+from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for
 from kvspec.reference.trace import TraceRecord
 
 GIB = 2**30
@@ -212,7 +214,41 @@ def test_BEN_PREFIX_6_a_trace_without_requests_compares_with_no_hit_rate(tmp_pat
     (tmp_path / "empty.jsonl").write_bytes(b"")
     run = kvspec("compare", str(tmp_path / "empty.jsonl"), "--capacity-bytes", "1GiB")
     assert run.returncode == 0 and run.stderr == ""
-    assert [line.split()[2:5] for line in run.stdout.splitlines()[2:]] == [[policy, "0", "n/a"] for policy in ("benefit", "s3fifo", "lru", "fifo")]
+    *sides, optimum, never_evicts = run.stdout.splitlines()[2:]
+    assert [line.split()[2:5] for line in sides] == [[policy, "0", "n/a"] for policy in ("benefit", "s3fifo", "lru", "fifo")]
+    assert optimum.split()[2:6] == ["offline", "optimum", "0", "n/a"] and never_evicts == "a cache that never evicts: n/a"
+
+
+def test_DIALECT_5_kvspec_compare_trace_replays_each_dialect_beside_the_canonical_policies(tmp_path: Path) -> None:
+    """Two --dialect: each dialect's policies (the catalogue's, built here with dialect_for) after
+    the canonical ones, named in the table and the JSON; and the two ceilings, the cache that never
+    evicts worked out here with a set of the blocks seen. 60 requests, about 1,800 blocks, through 32."""
+    lines = itertools.islice(gzip.open(bundled_trace_path("synthetic_trace.jsonl.gz"), "rt"), 60)
+    trace = tmp_path / "excerpt.jsonl"
+    trace.write_text("".join(lines))
+    run = kvspec("compare", str(trace), "--capacity-bytes", "2GiB", "--dialect", "kvcache-simulator",
+                 "--dialect", "libcachesim", "--output", str(tmp_path / "out.json"))
+    assert run.returncode == 0, run.stderr
+    result = json.loads((tmp_path / "out.json").read_text())
+    records = list(TraceFile(trace).records())
+    expected = [(name, replay_blocks(records, policy, capacity, dialect=dialect_for(policy, name)).model_dump())
+                for capacity in (2 * GIB,) for name in ("kvcache-simulator", "libcachesim") for policy in KNOWN_DIALECTS[name]]
+    assert [(side["dialect"], side["side"]) for side in result["dialect_sides"]] == expected
+    for name, side in expected:
+        assert f"{side['policy']} ({name})" in run.stdout
+    assert [o["cache_capacity_blocks"] for o in result["offline_optimum"]] == [2 * GIB // BLOCK]
+    seen: set[int] = set()
+    hits = prompt = 0
+    for _, each in records:
+        k = next((i for i, h in enumerate(each.hash_ids) if h not in seen), len(each.hash_ids))
+        hits, prompt = hits + min(k * 512, each.input_length), prompt + each.input_length
+        seen.update(each.hash_ids)
+    assert result["unbounded_hit_rate"] == hits / prompt
+
+
+def test_DIALECT_5_compare_takes_a_dialect_only_with_a_trace() -> None:
+    run = kvspec("compare", "--dialect", "libcachesim")
+    assert run.returncode == 1 and "--dialect and --variation replay a Mooncake trace's block policies in a dialect; they need a TRACE" in run.stderr
 
 
 def test_BEN_CMP_1_a_capacity_with_a_unit_and_a_bad_one() -> None:

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from kvspec.conformance.measurement import comparison, sweep
-from kvspec.conformance.measurement.plots import POLICY_STYLES
+from kvspec.conformance.measurement.plots import OFFLINE_OPTIMUM, POLICY_STYLES
 from kvspec.reference import ReplayConfig, TraceFile
 from kvspec.reference.benefit import TRACES, compare
+from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for
 
 NAME = "conversation_trace.jsonl.gz"  # a bundled trace's file name: its figure names the trace in words
 
@@ -31,10 +32,13 @@ def drawn(module: Any, draw: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     return figures[0]
 
 
-def check(figure: Any, quantities: str = "xy") -> set[str]:
-    """Every policy line in its style, a unit on every axis of a quantity (``quantities``: the
-    other names categories), no file name in the title; the legend's labels."""
+def check(figure: Any, quantities: str = "xy", dialects: tuple[str, ...] = ()) -> set[str]:
+    """Every policy line in its style (a policy in one of ``dialects`` too), a unit on every axis
+    of a quantity (``quantities``: the other names categories), no file name in the title; the
+    legend's labels."""
     by_label = {style["label"]: style for style in POLICY_STYLES.values()}
+    by_label |= {f"{style['label']} ({dialect})": style for style in POLICY_STYLES.values() for dialect in dialects}
+    by_label[OFFLINE_OPTIMUM["label"]] = OFFLINE_OPTIMUM
     titles = [figure.get_suptitle(), *(axes.get_title() for axes in figure.axes)]
     assert not any(".json" in title or NAME in title for title in titles), titles
     labels = set()
@@ -58,7 +62,7 @@ def test_the_sweep_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     trace = TraceFile(path)
     result = sweep.sweep(lambda label: trace.records(), str(path), ReplayConfig(block_size=4, small_ratio=0.5), ["s3fifo", "lru", "fifo"], [4, 8])
     labels = check(drawn(sweep, lambda: sweep.plot(result, tmp_path / "p.png"), monkeypatch))
-    assert labels == {"S3FIFO", "LRU", "FIFO", f"a cache that never evicts ({100 * result.unbounded_hit_rate:.1f} %)"}
+    assert labels == {"S3FIFO", "LRU", "FIFO", OFFLINE_OPTIMUM["label"], f"a cache that never evicts ({100 * result.unbounded_hit_rate:.1f} %)"}
 
 
 def test_the_prefix_cache_figure_says_its_seconds_are_modelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,8 +70,21 @@ def test_the_prefix_cache_figure_says_its_seconds_are_modelled(tmp_path: Path, m
     trace = TraceFile(path)
     result = comparison.run_trace(lambda label: trace.records(), str(path), [comparison.GIB, 2 * comparison.GIB], block_size=4)
     figure = drawn(comparison, lambda: comparison.plot_trace(result, tmp_path / "p.png"), monkeypatch)
-    assert check(figure) == {POLICY_STYLES[policy]["label"] for policy in ("benefit", "s3fifo", "lru", "fifo")}
+    ceilings = {OFFLINE_OPTIMUM["label"], f"a cache that never evicts ({100 * result.unbounded_hit_rate:.1f} %)"}
+    assert check(figure) == {POLICY_STYLES[policy]["label"] for policy in ("benefit", "s3fifo", "lru", "fifo")} | ceilings
     assert "modelled seconds" in figure.axes[1].get_ylabel() and "the Mooncake conversation trace" in figure.get_suptitle()
+
+
+def test_the_prefix_cache_figure_names_each_dialect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = small_trace(tmp_path / NAME)
+    trace = TraceFile(path)
+    dialects = [(name, {policy: dialect_for(policy, name) for policy in KNOWN_DIALECTS[name]}) for name in ("kvcache-simulator", "libcachesim")]
+    result = comparison.run_trace(lambda label: trace.records(), str(path), [comparison.GIB, 2 * comparison.GIB], block_size=4, dialects=dialects)
+    figure = drawn(comparison, lambda: comparison.plot_trace(result, tmp_path / "p.png"), monkeypatch)
+    named = {f"{POLICY_STYLES[policy]['label']} ({name})" for name, policies in dialects for policy in policies}
+    assert named <= check(figure, dialects=("kvcache-simulator", "libcachesim"))
+    dashes = {line.get_label(): line.get_linestyle() for line in figure.axes[0].get_lines()}
+    assert dashes["LRU (kvcache-simulator)"] != dashes["LRU (libcachesim)"] != dashes["LRU"]  # one line each, told apart
 
 
 def test_the_seeded_comparison_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

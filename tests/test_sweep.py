@@ -12,6 +12,7 @@ import pytest
 
 from kvspec.conformance.cli.sweep import ablated_traces
 from kvspec.conformance.measurement import sweep as measurement
+from kvspec.conformance.measurement.offline_optimum import offline_optima
 from kvspec.conformance.measurement.sweep import Ablation, ablate, sweep
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path, replay
 from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
@@ -56,8 +57,10 @@ def test_every_point_is_the_replay_of_its_policy_and_capacity(tmp_path: Path) ->
         assert point.result == alone
         assert point.hit_rate == alone.total_hit_tokens / alone.total_prompt_tokens
     assert result.unbounded_hit_rate == never_evicting_hit_rate()
+    assert result.offline_optimum == offline_optima(trace.records(), [2, 4], 4, trace.path)
     assert labels == [
-        "[1/5] lru at 2 blocks", "[2/5] lru at 4 blocks", "[3/5] s3fifo at 2 blocks", "[4/5] s3fifo at 4 blocks", "[5/5] a cache that never evicts",
+        "[1/6] lru at 2 blocks", "[2/6] lru at 4 blocks", "[3/6] s3fifo at 2 blocks", "[4/6] s3fifo at 4 blocks", "[5/6] a cache that never evicts",
+        "[6/6] the offline optimum (Belady's MIN) at every capacity",
     ]
 
 
@@ -85,6 +88,8 @@ def test_the_cli_writes_the_json_and_the_plot(tmp_path: Path, name: str, magic: 
         ("fifo", 2), ("fifo", 3), ("fifo", 8), ("lru", 2), ("lru", 3), ("lru", 8),
     ]
     assert result["unbounded_hit_rate"] == never_evicting_hit_rate()
+    assert [(o["cache_capacity_blocks"], o["requests"]) for o in result["offline_optimum"]] == [(2, 5), (3, 5), (8, 5)]
+    assert result["offline_optimum"][-1]["hit_rate"] == never_evicting_hit_rate()  # room for all 6 blocks: MIN never evicts
     assert (tmp_path / name).read_bytes().startswith(magic)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["t.jsonl", "sweep.json", name])
 

@@ -16,7 +16,7 @@ from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.measurement.sweep import Ablation, Sweep
-from kvspec.reference import KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
+from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 from kvspec.reference.trace import STDIN, TraceRecord
 
@@ -100,10 +100,11 @@ def variation_ids(text: str) -> tuple[str, ...]:
     return ids
 
 
-def add_dialect(command: argparse.ArgumentParser, what: str) -> None:
+def add_dialect(command: argparse.ArgumentParser, what: str, repeatable: bool = False) -> None:
     """--dialect and --variation (spec/dialects.md): the reference as a known implementation runs it, or any set of variation points."""
-    command.add_argument("--dialect", metavar="NAME", choices=tuple(KNOWN_DIALECTS),
-                         help=f"{what} the dialect of a known implementation ({', '.join(KNOWN_DIALECTS)}; spec/dialects.md)")
+    command.add_argument("--dialect", metavar="NAME", choices=tuple(KNOWN_DIALECTS), action="append" if repeatable else "store",
+                         help=f"{what} the dialect of a known implementation ({', '.join(KNOWN_DIALECTS)}; spec/dialects.md)"
+                              + ("; repeatable" if repeatable else ""))
     command.add_argument("--variation", metavar="V1,V2", type=variation_ids, action="extend", default=[],
                          help=f"{what} these variation points of spec/dialects.md, alone or on top of --dialect")
 
@@ -111,6 +112,14 @@ def add_dialect(command: argparse.ArgumentParser, what: str) -> None:
 def dialect_of(args: argparse.Namespace, policy: str) -> Dialect:
     """The dialect --dialect and --variation name for ``policy`` (DIALECT-2 to DIALECT-5)."""
     return dialect_for(policy, args.dialect, tuple(args.variation))
+
+
+def fitting_policies(dialect: str | None, variations: list[str]) -> list[str]:
+    """Every policy that ``dialect``'s implementation has and every variation point applies to;
+    all three if none is (dialect_for then says why for the first)."""
+    fitting = [policy for policy in POLICIES
+               if (dialect is None or policy in KNOWN_DIALECTS[dialect]) and all(policy in VARIATIONS[v].policies for v in variations)]
+    return fitting or list(POLICIES)
 
 
 def add_capacity(command: argparse.ArgumentParser, repeatable: bool, help: str) -> None:

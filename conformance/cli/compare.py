@@ -1,13 +1,26 @@
 """`kvspec compare`: the benefit policy against LRU on the seeded traces, or as a prefix cache beside
-S3FIFO, LRU and FIFO on a Mooncake trace (spec/benefit.md sections 17 to 20)."""
+S3FIFO, LRU and FIFO on a Mooncake trace (spec/benefit.md sections 17 to 20), and beside them in
+the dialects asked for (spec/dialects.md)."""
 
 import argparse
 from typing import Any
 
-from kvspec.conformance.cli.arguments import add_output, add_plot, add_trace, open_trace, read_once_only, subcommand, typed, with_progress
+from kvspec.conformance.cli.arguments import (
+    add_dialect,
+    add_output,
+    add_plot,
+    add_trace,
+    fitting_policies,
+    open_trace,
+    read_once_only,
+    subcommand,
+    typed,
+    with_progress,
+)
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.measurement import comparison
 from kvspec.reference import KvspecError
+from kvspec.reference.dialects import dialect_for
 from kvspec.reference.validation import INT64_MAX
 
 UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -30,11 +43,12 @@ def add(commands: Any) -> None:
         "byte-budget baseline at the same capacity; print saved cold-prefill cost and bytes written for each, and plot them.",
     )
     add_trace(versus, False, "without it, the seeded traces; with it, the benefit policy as its prefix cache beside S3FIFO, LRU and "
-              "FIFO at the same byte capacities (spec/benefit.md section 20)")
+              "FIFO at the same byte capacities (spec/benefit.md section 20), under the offline optimum and a cache that never evicts")
     versus.add_argument("--capacity-bytes", dest="capacity_bytes", metavar="BYTES", action="append",
                         type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="the byte capacity of both sides: bytes, or with KiB, MiB, GiB or TiB (repeatable with TRACE; default: 64 MiB, "
                         "and 256 MiB for the two mixed-size traces; with TRACE, 16, 64 and 256 GiB)")
+    add_dialect(versus, "with TRACE: replay S3FIFO, LRU and FIFO also in", repeatable=True)
     add_plot(versus, "the comparison")
     add_output(versus, "also write the rows as JSON here")
     versus.set_defaults(handler=run_compare)
@@ -46,13 +60,16 @@ def run_compare(args: argparse.Namespace) -> None:
         if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)
             raise KvspecError(f"--capacity-bytes {capacity}: BEN-CMP-1: a capacity is an integer in [1, 2**63 - 1] bytes")
     if args.trace is not None:
+        dialects = dialect_policies(args)  # DIALECT-2 to DIALECT-5, before any replay
         read_once_only(args.trace, "compare")
         trace = open_trace(args.trace)
         records = lambda label: with_progress(trace, trace.records(), label)  # noqa: E731
         result: comparison.Comparison | comparison.TraceComparison = comparison.run_trace(
-            records, trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES))
+            records, trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES), dialects=dialects)
         print(comparison.trace_table(result))
     else:
+        if args.dialect or args.variation:
+            raise KvspecError("--dialect and --variation replay a Mooncake trace's block policies in a dialect; they need a TRACE")
         if len(capacities) > 1:
             raise KvspecError("BEN-CMP-1: the seeded traces take one --capacity-bytes (several need a TRACE)")
         result = comparison.run(capacities[0] if capacities else None)
@@ -66,3 +83,13 @@ def run_compare(args: argparse.Namespace) -> None:
         else:
             comparison.plot(result, args.plot)
         print(f"plot: {args.plot}")
+
+
+def dialect_policies(args: argparse.Namespace) -> list[comparison.DialectPolicies]:
+    """Each --dialect (or, without one, the canonical spec) with every --variation on top, as
+    `kvspec sweep` takes them: the dialect of each policy it has and every variation applies to."""
+    names = args.dialect or ([None] if args.variation else [])
+    added = f"+ {', '.join(args.variation)}" if args.variation else ""
+    return [(" ".join(filter(None, [name, added])),
+             {policy: dialect_for(policy, name, tuple(args.variation)) for policy in fitting_policies(name, args.variation)})
+            for name in dict.fromkeys(names)]

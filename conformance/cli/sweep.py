@@ -16,6 +16,7 @@ from kvspec.conformance.cli.arguments import (
     add_trace,
     base_config,
     dialect_of,
+    fitting_policies,
     open_trace,
     read_once_only,
     subcommand,
@@ -25,14 +26,14 @@ from kvspec.conformance.cli.arguments import (
 )
 from kvspec.conformance.measurement.sweep import DEFAULT_CAPACITIES, Ablation, ablate, plot, plot_ablation, sweep
 from kvspec.reference import POLICIES, KvspecError, TraceFile, bundled_trace_path
-from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
 
 
 def add(commands: Any) -> None:
     many = subcommand(
         commands, "sweep", "the results are written",
         help="hit rate against capacity, for several policies, as JSON and a plot; or the ablation of S3FIFO's variation points",
-        description="Replay a trace once per policy and capacity; print every result and the hit rate of a cache that never evicts. "
+        description="Replay a trace once per policy and capacity; print every result, the offline optimum at each capacity (Belady's "
+                    "MIN over the block accesses) and the hit rate of a cache that never evicts. "
                     "With --ablate, replay S3FIFO once per variation point and known dialect instead, beside the canonical policy.",
     )
     add_trace(many, False, "default: the bundled conversation trace (with --ablate: both bundled traces)")
@@ -73,16 +74,15 @@ def run_sweep(args: argparse.Namespace) -> None:
     if sys.stderr.isatty():
         for point in result.points:
             print(summary(point.result), file=sys.stderr)
+        for optimum in result.offline_optimum:
+            print(f"the offline optimum (Belady's MIN over blocks), {optimum.cache_capacity_blocks:,} blocks: {optimum.hit_rate:.2%}", file=sys.stderr)
         print(f"a cache that never evicts: {result.unbounded_hit_rate:.2%}", file=sys.stderr)
 
 
 def default_policies(args: argparse.Namespace) -> list[str]:
     """Without --policy, every policy that --dialect's implementation has and every --variation
     applies to; all three if none is (dialect_of then says why for the first)."""
-    fitting = [policy for policy in POLICIES
-               if (args.dialect is None or policy in KNOWN_DIALECTS[args.dialect])
-               and all(policy in VARIATIONS[v].policies for v in args.variation)]
-    return fitting or list(POLICIES)
+    return fitting_policies(args.dialect, args.variation)
 
 
 def ablated_traces(given: str | None) -> list[TraceFile]:

@@ -1,19 +1,23 @@
 """`kvspec compare`: the benefit policy against the LRU byte-budget baseline on the seeded
 traces of spec/benefit.md section 17 (BEN-CMP-1 to BEN-CMP-3), and, given a TRACE, as the
-prefix cache of a Mooncake trace beside S3FIFO, LRU and FIFO (BEN-PREFIX-1 to BEN-PREFIX-7); as
-a table, JSON and a plot."""
+prefix cache of a Mooncake trace beside S3FIFO, LRU and FIFO (BEN-PREFIX-1 to BEN-PREFIX-7), those
+in the dialects asked for (spec/dialects.md), the offline optimum and a cache that never evicts;
+as a table, JSON and a plot."""
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from kvspec.conformance.measurement.plots import POLICY_STYLES, figure, on_trace, save
+from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
+from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, figure, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
+from kvspec.reference.dialects import Dialect, in_catalogue_order
 from kvspec.reference.trace import TraceRecord
+from kvspec.reference.validation import INT64_MAX
 
 
 class Comparison(BaseModel):
@@ -70,8 +74,20 @@ GIB = 2**30
 DEFAULT_TRACE_CAPACITIES = (16 * GIB, 64 * GIB, 256 * GIB)  # 256, 1,024 and 4,096 blocks of 64 MiB
 
 
+class DialectSide(BaseModel):
+    """A block policy of BEN-PREFIX-6 replayed in a dialect (spec/dialects.md), measured as BEN-PREFIX-7."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    dialect: str = Field(description="the dialect as it was asked for: a known implementation's name (--dialect), "
+                                     "with '+' and the variation points added (--variation)")
+    variations: list[str] = Field(description="every variation point replayed, in spec/dialects.md's order (DIALECT-6)")
+    side: PrefixSide
+
+
 class TraceComparison(BaseModel):
-    """BEN-PREFIX-7 for every policy at every capacity, with the cost model that priced it."""
+    """BEN-PREFIX-7 for every policy at every capacity, canonical and in each dialect asked for,
+    with the cost model that priced it, and the two ceilings of the hit rate."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -79,13 +95,25 @@ class TraceComparison(BaseModel):
     model: str
     block_size: int
     block_bytes: int
+    unbounded_hit_rate: float = Field(description="the hit rate of a cache that never evicts: the ceiling of every policy")
+    offline_optimum: list[OfflineOptimum] = Field(
+        description="Belady's MIN over the block accesses at each capacity's blocks, in the order of the capacities: a block-level "
+                    "optimum (conformance/measurement/offline_optimum.py says when it bounds prefix hits)")
     sides: list[PrefixSide]
+    dialect_sides: list[DialectSide] = Field(description="each dialect's policies at each capacity, in the order the dialects were asked for")
+
+
+# A dialect as run_trace takes it: its name as asked for, and the dialect of each policy it has.
+DialectPolicies = tuple[str, Mapping[str, Dialect]]
 
 
 def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path: str, capacities: list[int],
-              block_size: int = 512, model: Model = Model()) -> TraceComparison:
-    """Every policy of BEN-PREFIX-6 at every capacity; ``records(label)`` reads the trace afresh."""
+              block_size: int = 512, model: Model = Model(), dialects: Sequence[DialectPolicies] = ()) -> TraceComparison:
+    """Every policy of BEN-PREFIX-6 at every capacity, then each of ``dialects``' policies, then the
+    offline optimum and a cache that never evicts from one more reading; ``records(label)`` reads the trace afresh."""
+    capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
     sides = []
+    dialect_sides = []
     for capacity in capacities:
         for policy in PREFIX_POLICIES:
             label = f"{Path(path).name}, {policy} at {capacity / GIB:g} GiB"
@@ -93,8 +121,16 @@ def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path:
                 sides.append(replay_benefit(records(label), capacity, block_size, model, path))
             else:
                 sides.append(replay_blocks(records(label), policy, capacity, block_size, model, path))
+        for name, policies in dialects:
+            for policy, dialect in policies.items():
+                label = f"{Path(path).name}, {policy} in {name} at {capacity / GIB:g} GiB"
+                side = replay_blocks(records(label), policy, capacity, block_size, model, path, dialect)
+                dialect_sides.append(DialectSide(dialect=name, variations=in_catalogue_order(dialect), side=side))
+    blocks = [capacity // model.block_bytes(block_size) for capacity in capacities]
+    *optima, never_evicts = offline_optima(records(f"{Path(path).name}, the offline optimum and a cache that never evicts"),
+                                           [*blocks, INT64_MAX], block_size, path)
     return TraceComparison(trace=Path(path).name, model=model.name, block_size=block_size, block_bytes=model.block_bytes(block_size),
-                           sides=sides)
+                           unbounded_hit_rate=never_evicts.hit_rate, offline_optimum=optima, sides=sides, dialect_sides=dialect_sides)
 
 
 def hit_rate(side: PrefixSide) -> float:
@@ -106,34 +142,72 @@ def rate_text(side: PrefixSide) -> str:
     return f"{hit_rate(side):.2%}" if side.prompt_tokens else "n/a"
 
 
+def side_name(side: PrefixSide, dialect: str | None = None) -> str:
+    """A row's policy, and the dialect it was replayed in."""
+    return f"{side.policy} ({dialect})" if dialect else side.policy
+
+
 def trace_table(result: TraceComparison) -> str:
-    """Hit tokens, saved prefill, bytes written and the peak bytes resident, one line per capacity and policy."""
+    """Hit tokens, saved prefill, bytes written and the peak bytes resident, one line per capacity and
+    policy (each dialect's after the canonical ones), the offline optimum's hit tokens at each
+    capacity, and a cache that never evicts."""
+    rows = [(side, None) for side in result.sides] + [(d.side, d.dialect) for d in result.dialect_sides]
+    width = max(len("offline optimum"), *(len(side_name(side, dialect)) for side, dialect in rows))
     lines = [f"{result.trace}: {result.model}, {result.block_size}-token blocks of {result.block_bytes / 2**20:g} MiB",
-             f"{'capacity':>10} {'policy':<8} {'hit tokens':>14} {'hit rate':>9} {'saved prefill (s)':>18} {'written (GiB)':>14} {'peak (GiB)':>11}"]
-    for side in result.sides:
-        lines.append(
-            f"{side.capacity_bytes / GIB:>6g} GiB {side.policy:<8} {side.hit_tokens:>14,} {rate_text(side):>9} "
-            f"{side.saved_prefill_ms / 1000:>18,.1f} {side.bytes_written / GIB:>14,.0f} {side.peak_bytes / GIB:>11,.0f}"
-        )
+             f"{'capacity':>10} {'policy':<{width}} {'hit tokens':>14} {'hit rate':>9} {'saved prefill (s)':>18} {'written (GiB)':>14} {'peak (GiB)':>11}"]
+    capacities = list(dict.fromkeys(side.capacity_bytes for side in result.sides))
+    for capacity, optimum in zip(capacities, result.offline_optimum, strict=True):
+        for side, dialect in rows:
+            if side.capacity_bytes == capacity:
+                lines.append(
+                    f"{capacity / GIB:>6g} GiB {side_name(side, dialect):<{width}} {side.hit_tokens:>14,} {rate_text(side):>9} "
+                    f"{side.saved_prefill_ms / 1000:>18,.1f} {side.bytes_written / GIB:>14,.0f} {side.peak_bytes / GIB:>11,.0f}"
+                )
+        lines.append(f"{capacity / GIB:>6g} GiB {'offline optimum':<{width}} {optimum.total_hit_tokens:>14,} {ceiling_text(optimum.hit_rate, result):>9}"
+                     f"  (Belady's MIN over {optimum.cache_capacity_blocks:,} blocks)")
+    lines.append(f"a cache that never evicts: {ceiling_text(result.unbounded_hit_rate, result)}")
     return "\n".join(lines)
 
 
+def ceiling_text(rate: float, result: TraceComparison) -> str:
+    """A ceiling's hit rate; n/a for a trace without requests, as for the policies."""
+    return f"{rate:.2%}" if result.sides and result.sides[0].prompt_tokens else "n/a"
+
+
+# One dash per dialect, in the order asked for; the policy's colour and marker, hollow.
+DIALECT_LINES = ("--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
+
+
+def dialect_styles(result: TraceComparison) -> dict[tuple[str, str], dict[str, object]]:
+    """Each (dialect, policy) line's style: its policy's colour and marker, its dialect's dash, its name in the legend."""
+    names = list(dict.fromkeys(d.dialect for d in result.dialect_sides))
+    return {(d.dialect, d.side.policy): {**POLICY_STYLES[d.side.policy], "linestyle": DIALECT_LINES[names.index(d.dialect) % len(DIALECT_LINES)],
+                                         "markerfacecolor": "none", "label": f"{POLICY_STYLES[d.side.policy]['label']} ({d.dialect})"}
+            for d in result.dialect_sides}
+
+
 def plot_trace(result: TraceComparison, path: Path) -> None:
-    """Hit rate and saved prefill against capacity, one line per policy, written whole to ``path``."""
+    """Hit rate and saved prefill against capacity, one line per policy (and per dialect's policy),
+    under the offline optimum and a cache that never evicts (hit rate only: neither is a ceiling of
+    saved prefill); written whole to ``path``."""
     drawn, (rate, saved) = figure(2, (11, 4.5))
-    for policy in PREFIX_POLICIES:
-        sides = [side for side in result.sides if side.policy == policy]
+    lines = [(POLICY_STYLES[policy], [side for side in result.sides if side.policy == policy]) for policy in PREFIX_POLICIES]
+    lines += [(style, [d.side for d in result.dialect_sides if (d.dialect, d.side.policy) == key]) for key, style in dialect_styles(result).items()]
+    for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
-        rate.plot(gib, [100 * hit_rate(side) for side in sides], **POLICY_STYLES[policy])
-        saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **POLICY_STYLES[policy])
-    capacities = sorted({side.capacity_bytes / GIB for side in result.sides})
+        rate.plot(gib, [100 * hit_rate(side) for side in sides], **style)
+        saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **style)
+    capacities = list(dict.fromkeys(side.capacity_bytes / GIB for side in result.sides))
+    rate.plot(capacities, [100 * o.hit_rate if o.total_prompt_tokens else math.nan for o in result.offline_optimum], **OFFLINE_OPTIMUM)
+    ceiling = 100 * result.unbounded_hit_rate
+    rate.axhline(ceiling, label=f"a cache that never evicts ({ceiling:.1f} %)", **NEVER_EVICTS)
     for axes, label in ((rate, "hit rate (% of prompt tokens)"), (saved, f"saved prefill (modelled seconds, {result.model})")):
         axes.set_xscale("log", base=2)
-        axes.set_xticks(capacities, [f"{capacity:g}" for capacity in capacities])
+        axes.set_xticks(sorted(capacities), [f"{capacity:g}" for capacity in sorted(capacities)])
         axes.minorticks_off()
         axes.set_xlabel("capacity (GiB, log scale)")
         axes.set_ylabel(label)
         axes.grid(True, alpha=0.3)
-    rate.legend()
+    rate.legend(fontsize="small")
     drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}")
     save(drawn, path)

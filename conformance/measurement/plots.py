@@ -16,6 +16,8 @@ POLICY_STYLES = {
     "benefit": {"color": "C3", "marker": "D", "label": "benefit policy"},
 }
 NEVER_EVICTS = {"color": "grey", "linestyle": "--"}
+# The second ceiling: a line across the capacities, in black so that no policy's colour is taken.
+OFFLINE_OPTIMUM = {"color": "black", "linestyle": ":", "marker": "x", "label": "offline optimum (Belady's MIN over blocks)"}
 BUNDLED_TRACES = {"conversation_trace.jsonl.gz": "the Mooncake conversation trace", "synthetic_trace.jsonl.gz": "the Mooncake synthetic trace"}
 
 

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvspec.conformance.measurement.plots import NEVER_EVICTS, POLICY_STYLES, figure, on_trace, save
+from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
+from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, figure, on_trace, save
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, TraceRecord, make_policy, replay
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
@@ -27,14 +28,18 @@ class SweepPoint(BaseModel):
 
 
 class Sweep(BaseModel):
-    """Every point, and the hit rate of a cache that never evicts (the ceiling of every policy);
-    the dialect they were replayed in, as it was asked for (each point's result lists its
-    policy's variation points, DIALECT-6)."""
+    """Every point, the hit rate of a cache that never evicts (the ceiling of every policy) and
+    the offline optimum at each capacity (Belady's MIN over the block accesses); the dialect they
+    were replayed in, as it was asked for (each point's result lists its policy's variation
+    points, DIALECT-6)."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     trace: str
     unbounded_hit_rate: float
+    offline_optimum: list[OfflineOptimum] = Field(
+        description="Belady's MIN over the block accesses at each capacity, in the sweep's order: a block-level optimum "
+                    "(conformance/measurement/offline_optimum.py says when it bounds prefix hits)")
     points: list[SweepPoint]
     dialect: str | None = Field(None, description="the known implementation's dialect every policy was replayed in (--dialect); else absent")
     variations: list[str] | None = Field(None, description="the variation points added to every policy (--variation); absent if none")
@@ -55,7 +60,8 @@ def sweep(
     dialect: str | None = None,
     variations: Sequence[str] = (),
 ) -> Sweep:
-    """Replay the trace once per policy and capacity, in that order, and once without eviction.
+    """Replay the trace once per policy and capacity, in that order, once without eviction, and
+    once through the offline optimum at every capacity.
 
     ``records(label)`` opens a fresh stream of the trace for the replay ``label`` names. Each
     policy is replayed in its dialect in ``dialects`` (canonical where it has none), which
@@ -70,14 +76,17 @@ def sweep(
         make_policy(config)
     # An LRU as large as any trace can fill never evicts: its hits are every reuse there is.
     configs.append(replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL))
+    total = len(configs) + 1
     results = []
     for number, config in enumerate(configs, start=1):
         what = "a cache that never evicts" if number == len(configs) else f"{config.policy} at {config.capacity:,} blocks"
-        results.append(replay(records(f"[{number}/{len(configs)}] {what}"), config, path=path))
+        results.append(replay(records(f"[{number}/{total}] {what}"), config, path=path))
     *points, ceiling = results
+    optima = offline_optima(records(f"[{total}/{total}] the offline optimum (Belady's MIN) at every capacity"), capacities, base.block_size, path)
     return Sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
+        offline_optimum=optima,
         points=[SweepPoint(hit_rate=hit_rate(result), result=result) for result in points],
         dialect=dialect,
         variations=list(variations) or None,
@@ -85,16 +94,18 @@ def sweep(
 
 
 def plot(result: Sweep, path: Path) -> None:
-    """Hit rate against capacity, one line per policy, under the hit rate of a cache that never
-    evicts; written whole to ``path`` (PNG, SVG or PDF)."""
+    """Hit rate against capacity, one line per policy, under the offline optimum and the hit rate
+    of a cache that never evicts; written whole to ``path`` (PNG, SVG or PDF)."""
     drawn, axes = figure()
     policies = dict.fromkeys(point.result.policy for point in result.points)
     for policy in policies:
         points = [p for p in result.points if p.result.policy == policy]
         axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **POLICY_STYLES[policy])
+    optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
+    axes.plot([o.cache_capacity_blocks for o in optima], [100 * o.hit_rate for o in optima], **OFFLINE_OPTIMUM)
     ceiling = 100 * result.unbounded_hit_rate
     axes.axhline(ceiling, label=f"a cache that never evicts ({ceiling:.1f} %)", **NEVER_EVICTS)
-    capacities = sorted({p.result.cache_capacity_blocks for p in result.points})
+    capacities = sorted({o.cache_capacity_blocks for o in result.offline_optimum})
     axes.set_xscale("log", base=2)
     axes.set_xticks(capacities, [f"{capacity:,}" for capacity in capacities])
     axes.minorticks_off()

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
+from ..dialects import CANONICAL, Dialect
 from ..errors import ConfigError
 from ..replay import POLICIES, Policy, ReplayConfig, check_block_count, hit_tokens, make_policy, prefix_hit_blocks, scan_then_access
 from ..trace import TraceRecord
@@ -114,13 +115,15 @@ class StoreCounter:
 
 
 def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, capacity: int, block_size: int = 512,
-                  model: Model = Model(), path: str = "<trace>") -> PrefixSide:
-    """BEN-PREFIX-6 and BEN-PREFIX-7 for S3FIFO, LRU or FIFO: spec/replay.md at capacity // block bytes blocks."""
+                  model: Model = Model(), path: str = "<trace>", dialect: Dialect = CANONICAL) -> PrefixSide:
+    """BEN-PREFIX-6 and BEN-PREFIX-7 for S3FIFO, LRU or FIFO: spec/replay.md at capacity // block bytes blocks,
+    in ``dialect`` (spec/dialects.md) where one is given."""
     size = model.block_bytes(block_size)
     blocks = capacity // size
     if blocks < 1:
         raise ConfigError("BEN-PREFIX-6", f"a capacity of {capacity} bytes holds no {size}-byte block")
-    cache = StoreCounter(make_policy(replace(ReplayConfig(), policy=policy_name, capacity=blocks, block_size=block_size)))  # type: ignore[arg-type]
+    config = replace(ReplayConfig(), policy=policy_name, capacity=blocks, block_size=block_size, dialect=dialect)  # type: ignore[arg-type]
+    cache = StoreCounter(make_policy(config))
     requests = prompt = hits = peak = 0
     saved = 0.0
     for line_number, record in records:
