@@ -138,13 +138,22 @@ def serve_request(policy: Cache, blocks: list[int], input_length: int, k: int) -
         policy.access(h)
 
 
+@snapshot(lambda policy, hash_ids: policy.is_resident(policy.blocks(hash_ids)[0]), "first_resident")
+@require(lambda hash_ids: len(hash_ids) >= 1, "REPLAY-TRACE-2: at least one block")
+@ensure(lambda policy: policy.state_invariants_hold(), "LRU-CAP-1, FIFO-CAP-1, the dialect's own, REPLAY-DIALECT-6")
+@ensure(lambda OLD, result: OLD.first_resident or result[0] == 0, "REPLAY-INV-3: a request whose first block is not resident hits 0")
+def run_whole(policy: EngineCache, hash_ids: list[int], input_length: int) -> tuple[int, int]:
+    """REPLAY-DIALECT-4 to REPLAY-DIALECT-8: look the request up, then run it whole; its hit
+    blocks, and the blocks it stored."""
+    blocks = policy.blocks(hash_ids)
+    k = request_hit_blocks(policy, blocks, input_length)
+    return k, policy.run(blocks, input_length, k)
+
+
 def replay_request(policy: Cache, hash_ids: list[int], input_length: int, block_size: int) -> int:
     """One request's hit tokens: its hit blocks, scanned before its blocks are accessed, as tokens."""
     if isinstance(policy, EngineCache):
-        blocks = policy.blocks(hash_ids)
-        k = request_hit_blocks(policy, blocks, input_length)
-        policy.run(blocks, input_length, k)
-        return hit_tokens(k, block_size, input_length)
+        return hit_tokens(run_whole(policy, hash_ids, input_length)[0], block_size, input_length)
     return hit_tokens(scan_then_access(policy, hash_ids), block_size, input_length)
 
 

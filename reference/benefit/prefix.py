@@ -6,9 +6,19 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from ..dialects import CANONICAL, Dialect
+from ..dialects import CANONICAL, Dialect, EngineCache
 from ..errors import ConfigError
-from ..replay import POLICIES, Policy, ReplayConfig, check_block_count, hit_tokens, make_policy, prefix_hit_blocks, scan_then_access
+from ..replay import (
+    POLICIES,
+    Policy,
+    ReplayConfig,
+    check_block_count,
+    hit_tokens,
+    make_policy,
+    prefix_hit_blocks,
+    run_whole,
+    scan_then_access,
+)
 from ..trace import TraceRecord
 from .config import BenefitConfig, net_benefit
 from .model import Model
@@ -123,18 +133,23 @@ def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, 
     if blocks < 1:
         raise ConfigError("BEN-PREFIX-6", f"a capacity of {capacity} bytes holds no {size}-byte block")
     config = replace(ReplayConfig(), policy=policy_name, capacity=blocks, block_size=block_size, dialect=dialect)  # type: ignore[arg-type]
-    cache = StoreCounter(make_policy(config))
-    requests = prompt = hits = peak = 0
+    policy = make_policy(config)
+    cache = policy if isinstance(policy, EngineCache) else StoreCounter(policy)
+    requests = prompt = hits = peak = stored = 0
     saved = 0.0
     for line_number, record in records:
         check_block_count(path, line_number, record, block_size)
-        k = scan_then_access(cache, record.hash_ids)
+        if isinstance(cache, EngineCache):  # REPLAY-DIALECT-4 to REPLAY-DIALECT-8: the request runs whole
+            k, written = run_whole(cache, record.hash_ids, record.input_length)
+            stored += written
+        else:
+            k = scan_then_access(cache, record.hash_ids)
         requests, prompt = requests + 1, prompt + record.input_length
         hits += hit_tokens(k, block_size, record.input_length)
         saved += net_benefit(model.cost_of_prefix(k, block_size, record.input_length))
         peak = max(peak, cache.resident_count() * size)
     return PrefixSide(policy=policy_name, capacity_bytes=capacity, requests=requests, prompt_tokens=prompt, hit_tokens=hits,
-                      saved_prefill_ms=saved, bytes_written=cache.stored * size, peak_bytes=peak)
+                      saved_prefill_ms=saved, bytes_written=(stored if isinstance(cache, EngineCache) else cache.stored) * size, peak_bytes=peak)
 
 
 PREFIX_POLICIES = ("benefit", *POLICIES)

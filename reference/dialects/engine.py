@@ -63,8 +63,8 @@ class EngineCache:
         """The request's hit blocks, given its resident prefix k (REPLAY-PREFIX-1); changes nothing."""
         return engine_hit_blocks(k, len(blocks), input_length, self.block_size, self.capacity, self.dialect)
 
-    def run(self, blocks: list[int], input_length: int, k: int) -> None:
-        """Run the request whose hit blocks are k."""
+    def run(self, blocks: list[int], input_length: int, k: int) -> int:
+        """Run the request whose hit blocks are k; how many blocks it stored (made resident)."""
         raise NotImplementedError
 
 
@@ -88,18 +88,21 @@ class EngineReplay(EngineCache):
         return self.cache.resident_count()
 
     def state_invariants_hold(self) -> bool:
-        """The cache's own, and REPLAY-DIALECT-6: nothing is pinned between requests."""
-        return self.cache.state_invariants_hold() and not self.cache.protected
+        """The cache's own, and REPLAY-DIALECT-6: no pin outlives its request (LRU-DIALECT-2's
+        protection does, until the next request begins)."""
+        return self.cache.state_invariants_hold() and ("lru-protect-request" in self.dialect or not self.cache.protected)
 
-    def run(self, blocks: list[int], input_length: int, k: int) -> None:
+    def run(self, blocks: list[int], input_length: int, k: int) -> int:
         """REPLAY-DIALECT-5: nothing, for a request not run; else REPLAY-ACCESS-1 on the blocks it
         caches (REPLAY-DIALECT-7), each pinned once resident (REPLAY-DIALECT-6), then its partial
         block's slot (REPLAY-DIALECT-8); the pins end with the request."""
         cache, dialect = self.cache, self.dialect
         if skipped(len(blocks), self.capacity, dialect):
-            return  # REPLAY-DIALECT-5
+            return 0  # REPLAY-DIALECT-5
         cached = cached_blocks(len(blocks), input_length, self.block_size, dialect)
+        stored = 0
         for h in blocks[:cached]:
+            stored += not cache.is_resident(h)
             cache.access(h)
             if "pin-request" in dialect and cache.is_resident(h):
                 cache.protected.add(h)  # REPLAY-DIALECT-6: the request's own admissions never evict it
@@ -109,3 +112,4 @@ class EngineReplay(EngineCache):
             cache.release(slot)  # freed with the request, and never cached
         if "pin-request" in dialect:
             cache.protected.clear()  # REPLAY-DIALECT-6: only while the request runs
+        return stored
