@@ -92,7 +92,7 @@ def run_certify(args: argparse.Namespace) -> int:
         args.report.mkdir(parents=True, exist_ok=True)
         write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report, searches), args.report)
     conforms = not faults and all(outcome.conforms for outcome in outcomes)
-    held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value is not None)
+    held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value not in (None, False))
     who = args.adapter if adapter is None else f"{adapter.identity.name} {adapter.identity.version} ({adapter.identity.language})"
     level = "" if adapter is None else f", level {adapter.level}"
     print(f"{who}: {'conforms' if conforms else 'DOES NOT CONFORM'} (profile {args.profile}, seed {args.seed}{level}{held})")

@@ -87,15 +87,23 @@ def fifo_access(cache: "DialectFIFO", h: int) -> None:
         return  # FIFO-ACCESS-1
     if cache.capacity < 1:
         return  # REPLAY-DIALECT-1, REPLAY-DIALECT-2: a cache that holds nothing admits nothing
-    if len(arrival) >= cache.capacity:
-        if not cache.protected:
-            pop_head(arrival)  # FIFO-EVICT-1
-        else:
-            victim = next((b for b in arrival if b not in cache.protected), None)  # REPLAY-DIALECT-6: the oldest unpinned
-            if victim is None:
-                return  # REPLAY-DIALECT-6: every block is the running request's, so h is not admitted
-            del arrival[victim]
+    if len(arrival) >= cache.capacity and not fifo_evict(cache):
+        return  # REPLAY-DIALECT-6: every block is the running request's, so h is not admitted
     arrival[h] = True  # FIFO-ADMIT-1
+
+
+def fifo_evict(cache: "DialectFIFO") -> bool:
+    """FIFO-EVICT-1: remove the head, the first admitted; under REPLAY-DIALECT-6 the first admitted
+    block that is not pinned. Whether there was one to remove."""
+    arrival = cache.arrival
+    if not cache.protected and arrival:
+        pop_head(arrival)  # FIFO-EVICT-1
+        return True
+    victim = next((b for b in arrival if b not in cache.protected), None)  # REPLAY-DIALECT-6: the oldest unpinned
+    if victim is None:
+        return False
+    del arrival[victim]
+    return True
 
 
 @dataclass(slots=True, eq=False)

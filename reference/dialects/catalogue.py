@@ -56,6 +56,9 @@ VARIATIONS = {v.id: v for v in (
     Variation("pin-request", "REPLAY-DIALECT-6", BASELINES, ("LRU-EVICT-1", "FIFO-EVICT-1")),
     Variation("full-blocks-only", "REPLAY-DIALECT-7", BASELINES, ("REPLAY-PREFIX-1", "REPLAY-ACCESS-1")),
     Variation("partial-block-slot", "REPLAY-DIALECT-8", BASELINES, ("REPLAY-ACCESS-1",), requires=("full-blocks-only", "path-ids")),
+    Variation("allocate-then-put", "REPLAY-DIALECT-9", BASELINES, ("REPLAY-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
+              excludes=("partial-block-slot",)),
+    Variation("lru-reverse-touch", "LRU-DIALECT-4", ("lru",), ("LRU-ACCESS-1",), requires=("allocate-then-put",)),
 )}
 
 # DIALECT-5: each known implementation's dialect, policy by policy, with the package's defaults for
@@ -75,6 +78,8 @@ KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
         "s3fifo": ("small-cap-floor", "small-cap-min-1", "small-ratio-open", "main-zero-drop", "ghost-cap-capacity",
                    "promote-freq-minus-1", "main-victim-forgotten", "max-freq-min-1"),
     },
+    "lmcache-lru": {"lru": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put", "lru-reverse-touch")},
+    "lmcache-fifo": {"fifo": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put")},
     "kvcache-simulator": {
         "lru": ("capacity-nonpositive-empty", "path-ids", "lru-evict-leaves", "lru-protect-request", "lru-admit-under-parent"),
         "fifo": ("capacity-nonpositive-empty", "path-ids"),

@@ -11,10 +11,10 @@ engines' own caches (vllm.py, radix.py) are EngineCaches too.
 from dataclasses import dataclass
 
 from ..contracts import ensure, require
-from .baselines import DialectFIFO, DialectLRU
+from .baselines import DialectFIFO, DialectLRU, admit, evict, fifo_evict
 from .catalogue import Dialect
 
-ENGINE_REPLAY = ("hit-cap-last-token", "too-long-skipped", "pin-request", "full-blocks-only", "partial-block-slot")
+ENGINE_REPLAY = ("hit-cap-last-token", "too-long-skipped", "pin-request", "full-blocks-only", "partial-block-slot", "allocate-then-put")
 
 
 def runs_whole(dialect: Dialect) -> bool:
@@ -100,6 +100,8 @@ class EngineReplay(EngineCache):
         if skipped(len(blocks), self.capacity, dialect):
             return 0  # REPLAY-DIALECT-5
         cached = cached_blocks(len(blocks), input_length, self.block_size, dialect)
+        if "allocate-then-put" in dialect:
+            return self.touch_then_store(blocks[:k], blocks[k:cached])
         stored = 0
         for h in blocks[:cached]:
             stored += not cache.is_resident(h)
@@ -113,3 +115,36 @@ class EngineReplay(EngineCache):
         if "pin-request" in dialect:
             cache.protected.clear()  # REPLAY-DIALECT-6: only while the request runs
         return stored
+
+    def touch_then_store(self, hits: list[int], rest: list[int]) -> int:
+        """REPLAY-DIALECT-9 (allocate-then-put): the hit blocks are accessed (LRU-ACCESS-1; in reverse
+        order under LRU-DIALECT-4, lru-reverse-touch); then a slot is allocated for each block after
+        the hit, in order, evicting one block while the queue and the slots already allocated fill
+        the cache, and stopping, with this block and the rest not stored, when there is none to
+        evict; then each block allocated is appended at the tail, unless it is resident by then,
+        when it is left where it is. The blocks stored."""
+        cache = self.cache
+        for h in reversed(hits) if "lru-reverse-touch" in self.dialect else hits:
+            cache.access(h)  # a hit: LRU-ACCESS-1 (FIFO-ACCESS-1: nothing)
+        allocated: list[int] = []
+        for h in rest:
+            if cache.resident_count() + len(allocated) >= cache.capacity and not self.evict_one():
+                break  # REPLAY-DIALECT-9: nothing left to evict, so the store stops
+            allocated.append(h)
+        stored = 0
+        for h in allocated:
+            if not cache.is_resident(h):
+                self.append(h)
+                stored += 1
+        return stored
+
+    def evict_one(self) -> bool:
+        """LRU-EVICT-1 or FIFO-EVICT-1 (as the dialect has them): whether a block was evicted."""
+        return evict(self.cache) if isinstance(self.cache, DialectLRU) else fifo_evict(self.cache)
+
+    def append(self, h: int) -> None:
+        """LRU-ADMIT-1 or FIFO-ADMIT-1: at the tail."""
+        if isinstance(self.cache, DialectLRU):
+            admit(self.cache, h)
+        else:
+            self.cache.arrival[h] = True
