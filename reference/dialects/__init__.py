@@ -15,6 +15,7 @@ from .catalogue import (
     replaced_clauses,
 )
 from .engine import EngineCache, EngineReplay, runs_whole
+from .radix import RadixCache
 from .s3fifo import DialectS3FIFO
 
 __all__ = [
@@ -33,6 +34,8 @@ def dialect_policy(policy: str, dialect: Dialect, capacity: int, block_size: int
         raise problem
     if policy == "s3fifo":
         return DialectS3FIFO.empty(dialect, capacity, small_ratio, max_freq)
+    if "radix-lru-leaves" in dialect or "radix-fifo-leaves" in dialect:
+        return RadixCache.empty(dialect, capacity, block_size, policy)  # LRU-DIALECT-5, FIFO-DIALECT-1
     cache = DialectLRU.empty(dialect, capacity) if policy == "lru" else DialectFIFO.empty(dialect, capacity)
     if runs_whole(dialect):
         return EngineReplay(cache, dialect, cache.capacity, block_size)  # REPLAY-DIALECT-4 to REPLAY-DIALECT-8

@@ -26,6 +26,11 @@ class Variation:
 
 S3 = ("s3fifo",)
 BASELINES = ("lru", "fifo")
+# An engine's own cache runs requests whole on prefix paths (spec/dialects.md, section 8), and has
+# none of the rules that only a queue of blocks has.
+ENGINE_CACHE = ("path-ids", "too-long-skipped", "pin-request")
+BLOCK_BY_BLOCK = ("capacity-0-empty", "capacity-nonpositive-empty", "lru-evict-leaves", "lru-protect-request", "lru-admit-under-parent",
+                  "partial-block-slot", "allocate-then-put", "lru-reverse-touch")
 
 VARIATIONS = {v.id: v for v in (
     Variation("small-cap-floor", "S3-DIALECT-1", S3, ("S3-CONF-2",)),
@@ -59,6 +64,10 @@ VARIATIONS = {v.id: v for v in (
     Variation("allocate-then-put", "REPLAY-DIALECT-9", BASELINES, ("REPLAY-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
               excludes=("partial-block-slot",)),
     Variation("lru-reverse-touch", "LRU-DIALECT-4", ("lru",), ("LRU-ACCESS-1",), requires=("allocate-then-put",)),
+    Variation("radix-lru-leaves", "LRU-DIALECT-5", ("lru",), ("LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1"),
+              requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
+    Variation("radix-fifo-leaves", "FIFO-DIALECT-1", ("fifo",), ("FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
+              requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
 )}
 
 # DIALECT-5: each known implementation's dialect, policy by policy, with the package's defaults for
@@ -78,6 +87,8 @@ KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
         "s3fifo": ("small-cap-floor", "small-cap-min-1", "small-ratio-open", "main-zero-drop", "ghost-cap-capacity",
                    "promote-freq-minus-1", "main-victim-forgotten", "max-freq-min-1"),
     },
+    "sglang-lru": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-lru-leaves")},
+    "sglang-fifo": {"fifo": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-fifo-leaves")},
     "lmcache-lru": {"lru": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put", "lru-reverse-touch")},
     "lmcache-fifo": {"fifo": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put")},
     "kvcache-simulator": {
