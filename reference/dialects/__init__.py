@@ -17,6 +17,7 @@ from .catalogue import (
 from .engine import EngineCache, EngineReplay, runs_whole
 from .radix import RadixCache
 from .s3fifo import DialectS3FIFO
+from .vllm import BlockPool
 
 __all__ = [
     "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectFIFO", "DialectLRU", "DialectS3FIFO", "EngineCache", "Variation",
@@ -34,6 +35,8 @@ def dialect_policy(policy: str, dialect: Dialect, capacity: int, block_size: int
         raise problem
     if policy == "s3fifo":
         return DialectS3FIFO.empty(dialect, capacity, small_ratio, max_freq)
+    if "lru-free-queue" in dialect:
+        return BlockPool.empty_pool(dialect, capacity, block_size)  # LRU-DIALECT-6
     if "radix-lru-leaves" in dialect or "radix-fifo-leaves" in dialect:
         return RadixCache.empty(dialect, capacity, block_size, policy)  # LRU-DIALECT-5, FIFO-DIALECT-1
     cache = DialectLRU.empty(dialect, capacity) if policy == "lru" else DialectFIFO.empty(dialect, capacity)

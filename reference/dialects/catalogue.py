@@ -68,6 +68,8 @@ VARIATIONS = {v.id: v for v in (
               requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
     Variation("radix-fifo-leaves", "FIFO-DIALECT-1", ("fifo",), ("FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
               requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
+    Variation("lru-free-queue", "LRU-DIALECT-6", ("lru",), ("LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "REPLAY-RESULT-4"),
+              requires=ENGINE_CACHE, excludes=(*BLOCK_BY_BLOCK, "radix-lru-leaves")),
 )}
 
 # DIALECT-5: each known implementation's dialect, policy by policy, with the package's defaults for
@@ -87,6 +89,7 @@ KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
         "s3fifo": ("small-cap-floor", "small-cap-min-1", "small-ratio-open", "main-zero-drop", "ghost-cap-capacity",
                    "promote-freq-minus-1", "main-victim-forgotten", "max-freq-min-1"),
     },
+    "vllm": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "lru-free-queue")},
     "sglang-lru": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-lru-leaves")},
     "sglang-fifo": {"fifo": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-fifo-leaves")},
     "lmcache-lru": {"lru": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put", "lru-reverse-touch")},
