@@ -80,7 +80,7 @@ def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = Fals
         block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES, WIDE),
         small_ratio=ratios,
         max_freq=freqs,
-    )
+    ).map(pins.bounded)
 
 
 # The probes: a few fixed configurations, each with its requests, that every run sends once, after
@@ -101,8 +101,9 @@ def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[P
         knobs["small_ratio"] = WIDE_RATIOS + NON_FINITE * non_finite
     if pins.max_freq is None:
         knobs["max_freq"] = WIDE_FREQS
-    offered = [Probe(replace(base, **{knob: value})) for knob, values in knobs.items() for value in values]
-    return offered + [probe for probe in [long_queues(policy, pins)] if probe is not None]
+    offered = dict.fromkeys(Probe(pins.bounded(replace(base, **{knob: value}))) for knob, values in knobs.items() for value in values)
+    long = long_queues(policy, pins)
+    return [*offered, *([long] if long is not None and pins.bounded(long.config) == long.config else [])]
 
 
 def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins(), dialect: Dialect = CANONICAL) -> Divergence | None:

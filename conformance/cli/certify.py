@@ -41,6 +41,10 @@ def add(commands: Any) -> None:
                        help="S3FIFO: certify only configurations with this small_ratio (for an implementation without the knob)")
     check.add_argument("--max-freq", metavar="COUNT", type=typed(int, "S3-CONF-6", "max_freq must be an integer"),
                        help="S3FIFO: certify only configurations with this max_freq (for an implementation without the knob)")
+    check.add_argument("--max-capacity", metavar="COUNT", type=typed(int, "REPLAY-CONF-1", "the largest capacity must be an integer"),
+                       help="certify only capacities up to this, for an engine that builds its whole pool at once")
+    check.add_argument("--max-block-size", metavar="COUNT", type=typed(int, "REPLAY-CONF-2", "the largest block_size must be an integer"),
+                       help="certify only block sizes up to this")
     check.add_argument("--fitting-requests", action="store_true",
                        help="send only requests of at most capacity blocks, for an engine that cannot run a longer one")
     add_dialect(check, "certify against")
@@ -51,7 +55,7 @@ def add(commands: Any) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
-    pins = Pins(args.small_ratio, args.max_freq, args.fitting_requests)
+    pins = Pins(args.small_ratio, args.max_freq, args.max_capacity, args.max_block_size, args.fitting_requests)
     pins.check()
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     faults: list[Finding] = []

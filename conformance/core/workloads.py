@@ -3,7 +3,7 @@ conversation generator's shapes, and the fixed probes that `kvspec certify` send
 record (spec/replay.md, spec/benefit.md BEN-KEY-1).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.reference import ConfigError, ReplayConfig
@@ -81,13 +81,22 @@ class Conversations:
 @dataclass(frozen=True)
 class Pins:
     """S3FIFO knobs held fixed, for an implementation that has no such knob (``kvspec certify
-    --small-ratio``, ``--max-freq``), and whether every request fits in the cache, for an engine
-    that cannot run a longer one (``--fitting-requests``); the verdict then covers only those
-    configurations and requests."""
+    --small-ratio``, ``--max-freq``); the largest capacity and block size, for an engine that
+    builds its whole pool at once (``--max-capacity``, ``--max-block-size``); and whether every
+    request fits in the cache, for an engine that cannot run a longer one
+    (``--fitting-requests``). The verdict then covers only those configurations and requests."""
 
     small_ratio: float | None = None
     max_freq: int | None = None
+    max_capacity: int | None = None
+    max_block_size: int | None = None
     fitting_requests: bool = False
+
+    def bounded(self, config: "AdapterConfig") -> "AdapterConfig":
+        """A configuration as sent: its capacity and block size at most the bounds held."""
+        capacity = config.capacity if self.max_capacity is None else min(config.capacity, self.max_capacity)
+        block_size = config.block_size if self.max_block_size is None else min(config.block_size, self.max_block_size)
+        return replace(config, capacity=capacity, block_size=block_size)
 
     def fitting(self, hash_ids: list[int], capacity: int) -> list[int]:
         """A request as sent: under ``fitting_requests``, its first max(capacity, 1) blocks."""
@@ -103,6 +112,10 @@ class Pins:
             raise ConfigError("S3-CONF-1", f"small_ratio must be a finite float in [0.0, 1.0], not {self.small_ratio!r}")
         if self.max_freq is not None:
             check_count(self.max_freq, 0, "S3-CONF-6", "max_freq")
+        if self.max_capacity is not None:
+            check_count(self.max_capacity, 1, "REPLAY-CONF-1", "the largest capacity")
+        if self.max_block_size is not None:
+            check_count(self.max_block_size, 1, "REPLAY-CONF-2", "the largest block_size")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from its keys, which is where the LRU's protection (LRU-DIALECT-2) begins afresh
 
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..contracts import ensure, require, snapshot
 from ..queues import HashQueue, pop_head, requeue
@@ -44,7 +45,14 @@ class Paths:
         return len(self.parent_of) - 1
 
 
-def dialect_blocks(cache: "DialectLRU | DialectFIFO", hash_ids: list[int]) -> list[int]:
+class NamesBlocks(Protocol):
+    """A cache that names a request's blocks as its dialect says: any of this package's."""
+
+    dialect: Dialect
+    paths: Paths
+
+
+def dialect_blocks(cache: NamesBlocks, hash_ids: list[int]) -> list[int]:
     """REPLAY-TRACE-4: a request's blocks are its hash ids; or REPLAY-DIALECT-3 (path-ids): the
     block at position i is the path h_0..h_i, the same block only where every id up to it agrees."""
     if "path-ids" not in cache.dialect:
