@@ -25,8 +25,11 @@ CLAUSES = {"vllm": "LRU-DIALECT-6", "sglang-lru": "LRU-DIALECT-5", "sglang-fifo"
 
 
 def test_every_engine_dialect_is_named_and_has_a_model() -> None:
-    """DIALECT-5: each engine of section 8 is a known dialect, and each has its model here."""
-    assert {name for name, _, _ in ENGINES} == {name for name in KNOWN_DIALECTS if name.split("-")[0] in ("vllm", "sglang", "lmcache")}
+    """DIALECT-5: each engine of section 8 is a known dialect, by the engine's name and by the
+    engine's and the policy's, and each has its model here."""
+    assert {name for name, _, _ in ENGINES} == {name for name in KNOWN_DIALECTS if name.startswith(("vllm", "sglang-", "lmcache-"))}
+    for name, policy, _ in ENGINES:
+        assert KNOWN_DIALECTS[name] == {policy: KNOWN_DIALECTS[name.split("-")[0]][policy]}
 
 
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])

@@ -90,15 +90,18 @@ KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
                    "promote-freq-minus-1", "main-victim-forgotten", "max-freq-min-1"),
     },
     "vllm": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "lru-free-queue")},
-    "sglang-lru": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-lru-leaves")},
-    "sglang-fifo": {"fifo": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-fifo-leaves")},
-    "lmcache-lru": {"lru": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put", "lru-reverse-touch")},
-    "lmcache-fifo": {"fifo": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put")},
+    "sglang": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-lru-leaves"),
+               "fifo": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-fifo-leaves")},
+    "lmcache": {"lru": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put", "lru-reverse-touch"),
+                "fifo": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put")},
     "kvcache-simulator": {
         "lru": ("capacity-nonpositive-empty", "path-ids", "lru-evict-leaves", "lru-protect-request", "lru-admit-under-parent"),
         "fifo": ("capacity-nonpositive-empty", "path-ids"),
     },
 }
+
+# An engine's dialect of one policy, named by the policy too (spec/dialects.md, section 8).
+KNOWN_DIALECTS |= {f"{engine}-{policy}": {policy: KNOWN_DIALECTS[engine][policy]} for engine in ("sglang", "lmcache") for policy in BASELINES}
 
 Dialect = frozenset[str]
 CANONICAL: Dialect = frozenset()
