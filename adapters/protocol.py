@@ -122,7 +122,7 @@ class AccessRequest(Message):
     hash_ids: Blocks = Field(description="PROTO-10: the blocks to access, hit or miss, in order (REPLAY-ACCESS-1); an id may occur more "
                              "than once (REPLAY-TRACE-4).")
     input_length: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = Field(
-        default=None, description=f"PROTO-10: the request's input length, sent only in a dialect with full-blocks-only (REPLAY-DIALECT-7). {INTEGER}")
+        default=None, description=f"PROTO-10: the request's input length, sent only in a dialect of the engine replay (spec/dialects.md sections 7 and 8). {INTEGER}")
 
 
 class ResidentCountRequest(Message):

@@ -3,7 +3,7 @@ variation point at a time, guided by the examples that failed, then made minimal
 
 A candidate is scored by how far the failing examples kept so far get when replayed in lockstep
 with the implementation against it: one point for a configuration both treat alike, one for each
-request both answer alike. Replaying a shrunk example costs a few requests, so the search's cost
+request's hit tokens both give alike, one more for each request both answer alike in every check. Replaying a shrunk example costs a few requests, so the search's cost
 is that of the certifications it runs: at most one a variation point added, and one a variation
 point tried out at the end.
 """
@@ -41,11 +41,12 @@ def examples_of(outcome: Outcome) -> list[Divergence]:
 
 
 def agreement(implementation: Implementation, dialect: Dialect, example: Divergence) -> int:
-    """How far one example gets in lockstep against ``dialect``: the configuration, then each request."""
+    """How far one example gets in lockstep against ``dialect``: the configuration, then each
+    request's hit tokens, and each request whose every check agreed."""
     assert example.config is not None
     points = 0
+    lockstep = Lockstep(implementation.current(), example.config, dialect)
     try:
-        lockstep = Lockstep(implementation.current(), example.config, dialect)
         accepted = lockstep.configure()
         points += 1
         for hash_ids, input_length in example.trace if accepted else ():
@@ -53,7 +54,7 @@ def agreement(implementation: Implementation, dialect: Dialect, example: Diverge
             points += 1
     except (Divergence, AdapterFailure):  # a failed implementation is started afresh by current()
         pass
-    return points
+    return points + lockstep.hits_agreed
 
 
 def score(implementation: Implementation, dialect: Dialect, evidence: list[Divergence]) -> int:

@@ -27,7 +27,7 @@ from kvspec.conformance.certification.diagnosis import (
     results_diagnosis,
 )
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
-from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole
 
 CONFIG_CLAUSES = ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
 S3_CONFIG_CLAUSES = ("S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-CONF-6")
@@ -123,6 +123,7 @@ class Lockstep:
         self.dialect = dialect
         self.reference: Cache | None = None
         self.trace: list[tuple[list[int], int]] = []
+        self.hits_agreed = 0  # requests whose hit tokens agreed, whatever came after (DIALECT-8's score)
 
     def diagnosed(self, canonical: Callable[[], Diagnosis], configuration: bool = False) -> Diagnosis:
         """The canonical rules' diagnosis, or (in a dialect) dialect_diagnosis, without the work of the other."""
@@ -164,9 +165,11 @@ class Lockstep:
         elif before is not None and adapter.snapshot() != before:
             self.found(self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
                                     adapter.snapshot()))
+        else:
+            self.hits_agreed += 1
         serve_request(reference, blocks, input_length, k)
-        if "full-blocks-only" in self.dialect:
-            adapter.access(hash_ids, input_length=input_length)  # PROTO-10: whether its last block is whole (REPLAY-DIALECT-7)
+        if runs_whole(self.dialect):
+            adapter.access(hash_ids, input_length=input_length)  # PROTO-10: an engine caches a partial last block or not (REPLAY-DIALECT-7)
         else:
             adapter.access(hash_ids)
         queues = adapter.snapshot() if before is not None and not self.diverged() else None

@@ -114,6 +114,14 @@ def dialect_of(args: argparse.Namespace, policy: str) -> Dialect:
     return dialect_for(policy, args.dialect, tuple(args.variation))
 
 
+def only_policy(dialect: str | None) -> str:
+    """The policy a replay takes without --policy: the one policy of ``dialect``'s implementation,
+    where it has one (an engine's), else the default."""
+    if dialect is not None and dialect in KNOWN_DIALECTS and len(KNOWN_DIALECTS[dialect]) == 1:
+        return next(iter(KNOWN_DIALECTS[dialect]))
+    return DEFAULTS.policy
+
+
 def fitting_policies(dialect: str | None, variations: list[str]) -> list[str]:
     """Every policy that ``dialect``'s implementation has and every variation point applies to;
     all three if none is (dialect_for then says why for the first)."""

@@ -23,6 +23,7 @@ from kvspec.conformance.cli.arguments import (
     add_trace,
     base_config,
     dialect_of,
+    only_policy,
     open_trace,
     subcommand,
     summary,
@@ -47,7 +48,8 @@ def add(commands: Any) -> None:
         description="Replay a Mooncake trace (JSON lines, plain or gzip) with longest-prefix hits and print the result as JSON.",
     )
     add_trace(run, True, "default: the bundled conversation trace")
-    run.add_argument("--policy", choices=POLICIES, default=DEFAULTS.policy, help=f"eviction policy (default: {DEFAULTS.policy})")
+    run.add_argument("--policy", choices=POLICIES, help=f"eviction policy (default: {DEFAULTS.policy}, or the only policy --dialect's "
+                     "implementation has)")
     add_capacity(run, False, f"cache capacity in blocks (default: {DEFAULTS.capacity})")
     add_config(run)
     add_dialect(run, "replay")
@@ -68,7 +70,8 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.keep_going and args.per_request:
         raise KvspecError("--keep-going writes the requests on which the two differ, not every request's line: leave out --per-request")
     trace = open_trace(args.trace)
-    config = base_config(args, args.policy, args.capacity, dialect_of(args, args.policy))
+    policy = args.policy or only_policy(args.dialect)
+    config = base_config(args, policy, args.capacity, dialect_of(args, policy))
     if args.keep_going:
         return run_keep_going(args, trace, config)
     records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")

@@ -21,7 +21,7 @@ from .vllm import BlockPool
 
 __all__ = [
     "CANONICAL", "KNOWN_DIALECTS", "VARIATIONS", "Dialect", "DialectFIFO", "DialectLRU", "DialectS3FIFO", "EngineCache", "Variation",
-    "dialect_for",
+    "dialect_for", "runs_whole",
     "dialect_policy", "in_catalogue_order", "queues_hold_hashes", "replaced_clauses",
 ]
 
