@@ -7,19 +7,22 @@ The models are certified by kvspec certify's own machine (DIALECT-7), and replay
 the reference over the start of both bundled Mooncake traces at a capacity small enough to evict.
 """
 
+import json
 from itertools import islice
+from pathlib import Path
 from types import ModuleType
 
 import pytest
-from engines import vllm_model
+from test_cli import kvspec
+from engines import lmcache_model, vllm_model
 
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.reference import TraceFile, bundled_trace_path
-from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for
+from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
 
-ENGINES = [("vllm", "lru", vllm_model)]
+ENGINES = [("vllm", "lru", vllm_model), ("lmcache-lru", "lru", lmcache_model), ("lmcache-fifo", "fifo", lmcache_model)]
 CLAUSES = {"vllm": "LRU-DIALECT-6", "sglang-lru": "LRU-DIALECT-5", "sglang-fifo": "FIFO-DIALECT-1", "lmcache-lru": "LRU-DIALECT-4",
            "lmcache-fifo": "REPLAY-DIALECT-9"}
 
@@ -51,3 +54,17 @@ def test_each_engine_model_agrees_with_its_dialect_on_the_mooncake_traces(name: 
     assert lockstep.configure()
     hits = [lockstep.request(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(trace)).records(), 1500)]
     assert sum(hits) > 0
+
+
+def test_replay_takes_an_engines_one_policy_and_gives_its_own_totals(tmp_path: Path) -> None:
+    """DIALECT-5, DIALECT-6: `kvspec replay --dialect vllm` replays vLLM's LRU without --policy, and
+    its result is the dialect's: the totals a replay in the reference gives (the model agrees with
+    it above), with `dialect` listing the variation points."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 0, "input_length": length, "output_length": 0, "hash_ids": ids}) + "\n"
+                             for ids, length in [([1, 2], 2), ([1, 2], 2), ([1, 2, 3], 3)]))
+    result = json.loads(kvspec("replay", str(trace), "--dialect", "vllm", "--capacity", "4", "--block-size", "1").stdout)
+    assert (result["policy"], result["dialect"]) == ("lru", in_catalogue_order(frozenset(KNOWN_DIALECTS["vllm"]["lru"])))
+    # [1,2]: nothing hit, both cached, the queue (1,2) (1); [1,2] again: the cap leaves 1 hit block,
+    # (1,2) is computed again and held twice: (1,2) (1,2) (1); [1,2,3]: 2 hit blocks, (1,2,3) cached: 4 slots hold a block
+    assert (result["total_hit_tokens"], result["final_cache_blocks"]) == (0 + 1 + 2, 4)

@@ -97,10 +97,11 @@ def dialect_verdict(c: Certified, policy: str) -> str:
 def matrix(certifications: list[Certified]) -> str:
     lines = [
         "# Certifications", "",
-        "Every S3FIFO, LRU and FIFO on PyPI that kvspec certifies, each through the adapter in its folder. The verdict is against the",
+        "Every S3FIFO, LRU and FIFO on PyPI that kvspec certifies, and the prefix caches of vLLM, SGLang and LMCache, each through",
+        "the adapter in its folder (the engines' by docs/certifications/regenerate-engines, in venvs of their own). The verdict is against the",
         "canonical spec; the dialect is the one `kvspec certify --find-dialect` found (spec/dialects.md, DIALECT-8), with the",
         "certifications it ran after the first and its time (at the thorough profile); the dialect",
-        "verdict is a certification against the dialect named after the implementation (section 5), and the fixtures are the",
+        "verdict is a certification against the dialect named after the implementation (sections 5 and 8), and the fixtures are the",
         "corpus kvspec ships and that dialect's corpus (`kvspec fixtures generate --dialect`), the policy's replay cases.", "",
         BEGIN, "",
         "| implementation | version | policy | canonical spec | dialect found | against its dialect | fixtures | its dialect's fixtures | report |",
