@@ -199,6 +199,17 @@ def test_LRU_DIALECT_5_a_lookup_ending_inside_a_node_splits_it() -> None:
     assert served(cache, [1, 2, 3]) == [3]
 
 
+def test_LRU_DIALECT_5_the_node_a_lookup_ends_inside_is_stamped_before_its_split() -> None:
+    """LRU-DIALECT-5, capacity 3: [1,2] (stamped a), [5] (b > a): full. [1] hits 1: the lookup's
+    reading c stamps (1,2), which it ends inside, then splits it: (1) fresh above (2), which keeps
+    its stamps, so its last access is c > b. [7]: needed 1, free 0: the least recently stamped
+    leaf is (5), not (2): {(1) {(2)}, (7)}. Stamps: (2) made at t1, last c = t2; (1) made at t3,
+    last t4 (the second stamp); (7) t5, t6. Had (2) kept a, it would have gone."""
+    cache = engine("lru", 3, 1, *RADIX_LRU)
+    assert served(cache, [1, 2], [5], [1], [7]) == [0, 0, 1, 0]
+    assert tree(cache) == {(1,): (4, 3, {(2,): (2, 1)}), (7,): (6, 5)}
+
+
 def test_LRU_DIALECT_5_a_leaf_is_evicted_whole() -> None:
     """LRU-DIALECT-5, capacity 4: [1,2,3], then [5]: 4 resident. [6]: needed 1, free 0: the least
     recently stamped leaf, (1,2,3), goes whole, 3 blocks for a shortfall of 1: {(5), (6)}, 2
