@@ -136,7 +136,7 @@ class RadixModel:
             raise AdapterFailure("the model could not allocate a request that fits the pool")
         full = hash_ids[: input_length // size]  # checkpoint inserts the full pages only (468)
         self.insert(full)  # duplicates past the hit and the partial page go back to the pool
-        _, end = self.match(full)  # checkpoint matches again (524) and moves the lock there
+        self.match(full)  # checkpoint matches again (524) and moves the lock there
         self.lock(last, -1)
         return hit_pages * size
 

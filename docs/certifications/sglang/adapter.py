@@ -21,7 +21,7 @@ The request object is a namespace carrying what ``checkpoint`` reads, with SGLan
 ``ReqKvInfo`` as its ``kv``. A request of more pages than the pool (ceil(L / page_size) > capacity)
 is refused before its lookup and changes nothing, as the server's input-length check refuses it
 before scheduling (managers/utils.py:259-290); that check is stricter by a few tokens
-(tp_worker.py:568-572) and the scheduler's admission reserves a page more (schedule_policy.py:1410-1418),
+(tp_worker.py:568-572) and the scheduler's admission reserves a page more (schedule_policy.py:1405-1431, 1617),
 which this adapter does not model (see the notes).
 
 hit_tokens: ``match_prefix`` stamps and splits nodes, so it cannot be asked without changing the
