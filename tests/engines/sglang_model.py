@@ -30,8 +30,9 @@ class Node:
 class RadixModel:
     """The tree, the free pages, and one request's cycle."""
 
-    def __init__(self, policy: str, capacity: int, block_size: int) -> None:
+    def __init__(self, policy: str, capacity: int, block_size: int, split_keeps_creation: bool = False) -> None:
         self.clock = itertools.count(1)
+        self.split_keeps_creation = split_keeps_creation
         self.policy, self.capacity, self.block_size = policy, capacity, block_size
         self.root = Node(self.tick, [], None)
         self.root.locks = 1  # never evicted (348)
@@ -49,6 +50,8 @@ class RadixModel:
         """_split_node (677-700): a new node takes the first ``at`` pages, with fresh stamps."""
         upper = Node(self.tick, node.pages[:at], node.parent)
         upper.locks = node.locks
+        if self.split_keeps_creation:  # UnifiedRadixCache's split (unified_cache/unified_tree_core.py:1476)
+            upper.created = node.created
         node.parent.children[upper.pages[0]] = upper
         node.pages = node.pages[at:]
         node.parent = upper
@@ -148,8 +151,9 @@ class SGLangModel:
     level: Level = "results"
     policies = ("lru", "fifo")
 
-    def __init__(self) -> None:
+    def __init__(self, split_keeps_creation: bool = False) -> None:
         self.model: RadixModel | None = None
+        self.split_keeps_creation = split_keeps_creation
 
     def configure(self, config: AdapterConfig) -> None:
         self.model = None
@@ -157,7 +161,7 @@ class SGLangModel:
             raise ConfigRefused("SGLang's RadixCache is modelled with its LRU and FIFO eviction policies")
         if config.capacity < 1 or config.block_size < 1:
             raise ConfigRefused("a pool needs at least one page of at least one token")
-        self.model = RadixModel(config.policy, config.capacity, config.block_size)
+        self.model = RadixModel(config.policy, config.capacity, config.block_size, self.split_keeps_creation)
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         model = self.configured()
@@ -186,3 +190,8 @@ class SGLangModel:
 
 def adapter() -> SGLangModel:
     return SGLangModel()
+
+
+def unified_adapter() -> SGLangModel:
+    """UnifiedRadixCache, the 0.5.23 server's default: the same rules but for the creation time a split keeps."""
+    return SGLangModel(split_keeps_creation=True)

@@ -143,6 +143,8 @@ class SGLangRadixCache:
             full_untruncated_fill_ids=tokens, origin_input_ids=tokens, extra_key=None, cache_salt=None, priority=None,
             kv=ReqKvInfo(req_pool_idx=row, cache_protected_len=hit, kv_committed_len=length, kv_allocated_len=length),
             lock=lock, last_node=match.last_device_node,
+            # what UnifiedRadixCache.checkpoint reads besides (check_unified.py): a finished request, no session
+            rid="kvspec", finished=lambda: True, session=None, session_id=None, kv_rotation_base=None,
         )
         cache.checkpoint(request, up_to=length)
         cache.free_kv_row(request.kv, [(request.kv.cache_protected_len, length)])
