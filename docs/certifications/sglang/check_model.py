@@ -1,6 +1,6 @@
 """Check tests/engines/sglang_model.py against SGLang's real RadixCache (adapter.py), request by request.
 
-    cd <kvspec checkout> && PYTHONPATH=.:tests/engines:docs/certifications/sglang \
+    cd <kvspec checkout> && OMP_NUM_THREADS=1 PYTHONPATH=tests/engines:docs/certifications/sglang \
         /work/engines/sglang/venv/bin/python -W ignore docs/certifications/sglang/check_model.py [--quick]
 
 (kvspec installed in that venv, or its package on PYTHONPATH.) Replays both bundled Mooncake traces

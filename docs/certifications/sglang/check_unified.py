@@ -2,7 +2,7 @@
 (mem_cache/registry.py:146), against tests/engines/sglang_model.py, with the Python and the Rust
 tree cores (unified_cache/tree_core_registry.py; the Rust one is the default, environ.py:741).
 
-    PYTHONPATH=tests/engines:docs/certifications/sglang \
+    OMP_NUM_THREADS=1 PYTHONPATH=tests/engines:docs/certifications/sglang \
         /work/engines/sglang/venv/bin/python -W ignore docs/certifications/sglang/check_unified.py
 
 The request cycle is adapter.py's, on a UnifiedRadixCache holding full attention only. Its nodes
