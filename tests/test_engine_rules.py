@@ -438,6 +438,23 @@ def test_DIALECT_5_each_known_engine_is_named_as_the_spec_lists_it(name: str, po
         assert served(cache, [1, 2], [1, 2]) == [0, 1 if "hit-cap-last-token" in points else 2]
 
 
-def test_DIALECT_5_the_spec_names_five_engine_dialects() -> None:
+def test_DIALECT_5_the_spec_names_seven_engine_dialects() -> None:
     assert [(name, policy) for name, policy, _ in known_engines()] == [
-        ("vllm", "lru"), ("sglang", "lru"), ("sglang", "fifo"), ("lmcache", "lru"), ("lmcache", "fifo")]
+        ("vllm", "lru"), ("sglang", "lru"), ("sglang", "fifo"), ("sglang-unified", "lru"), ("sglang-unified", "fifo"), ("lmcache", "lru"),
+        ("lmcache", "fifo")]
+
+
+@pytest.mark.parametrize(("name", "evicted"), [("sglang-fifo", "(3,8)"), ("sglang-unified-fifo", "(1,2)")])
+def test_FIFO_DIALECT_2_a_split_keeps_the_creation_stamp_of_the_node_it_splits(name: str, evicted: str) -> None:
+    """FIFO-DIALECT-2 against FIFO-DIALECT-1, capacity 6, block size 1. [1,2,9]: leaf A = (1,2,9),
+    created first; [3,8]: leaf B, created after A. [1,2]: the lookup's 1 hit block (capped) splits
+    A into (1) above (2,9); the insert of (1,2) splits (2,9) into (2) above (9): each upper part is
+    created fresh (FIFO-DIALECT-1), or takes A's creation (FIFO-DIALECT-2). [4,5]: 1 block short:
+    the oldest leaf is (9), A's remainder, evicted; (2) is a leaf now. [6]: 1 block short: FIFO-DIALECT-1
+    evicts B, older than the fresh (2), 2 blocks, leaving 5; FIFO-DIALECT-2 evicts (2), as old as A,
+    1 block, leaving 6 with B still there."""
+    cache = engine("fifo", 6, 1, name=name)
+    assert served(cache, [1, 2, 9], [3, 8], [1, 2], [4, 5], [6]) == [0, 0, 1, 0, 0]
+    resident = {"(3,8)": cache.is_resident(cache.blocks([3, 8])[1]), "(1,2)": cache.is_resident(cache.blocks([1, 2])[1])}
+    assert not resident[evicted] and all(kept for path, kept in resident.items() if path != evicted)
+    assert cache.resident_count() == (5 if name == "sglang-fifo" else 6)

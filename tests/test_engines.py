@@ -8,13 +8,13 @@ the reference over the start of both bundled Mooncake traces at a capacity small
 """
 
 import json
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from engines import lmcache_model, sglang_model, vllm_model
 from test_cli import kvspec
-from engines import lmcache_model, vllm_model
 
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
@@ -22,35 +22,38 @@ from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
 
-ENGINES = [("vllm", "lru", vllm_model), ("lmcache-lru", "lru", lmcache_model), ("lmcache-fifo", "fifo", lmcache_model)]
-CLAUSES = {"vllm": "LRU-DIALECT-6", "sglang-lru": "LRU-DIALECT-5", "sglang-fifo": "FIFO-DIALECT-1", "lmcache-lru": "LRU-DIALECT-4",
-           "lmcache-fifo": "REPLAY-DIALECT-9"}
+ENGINES = [("vllm", "lru", vllm_model.adapter), ("sglang-lru", "lru", sglang_model.adapter), ("sglang-fifo", "fifo", sglang_model.adapter),
+           ("sglang-unified-lru", "lru", sglang_model.unified_adapter), ("sglang-unified-fifo", "fifo", sglang_model.unified_adapter),
+           ("lmcache-lru", "lru", lmcache_model.adapter), ("lmcache-fifo", "fifo", lmcache_model.adapter)]
+CLAUSES = {"vllm": "LRU-DIALECT-6", "sglang-lru": "LRU-DIALECT-5", "sglang-fifo": "FIFO-DIALECT-1", "sglang-unified-lru": "LRU-DIALECT-5",
+           "sglang-unified-fifo": "FIFO-DIALECT-2", "lmcache-lru": "LRU-DIALECT-4", "lmcache-fifo": "REPLAY-DIALECT-9"}
 
 
 def test_every_engine_dialect_is_named_and_has_a_model() -> None:
     """DIALECT-5: each engine of section 8 is a known dialect, by the engine's name and by the
     engine's and the policy's, and each has its model here."""
-    assert {name for name, _, _ in ENGINES} == {name for name in KNOWN_DIALECTS if name.startswith(("vllm", "sglang-", "lmcache-"))}
+    assert {name for name, _, _ in ENGINES} == {name for name in KNOWN_DIALECTS
+                                                if name == "vllm" or name.startswith(("sglang", "lmcache")) and name.endswith(("-lru", "-fifo"))}
     for name, policy, _ in ENGINES:
-        assert KNOWN_DIALECTS[name] == {policy: KNOWN_DIALECTS[name.split("-")[0]][policy]}
+        assert KNOWN_DIALECTS[name] == {policy: KNOWN_DIALECTS[name if name == "vllm" else name.rsplit("-", 1)[0]][policy]}
 
 
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])
-def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_each_engine_model_conforms_to_its_dialect(
-        name: str, policy: str, model: ModuleType) -> None:
+def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_2_each_engine_model_conforms_to_its_dialect(
+        name: str, policy: str, model: Callable[[], object]) -> None:
     """DIALECT-7, and each engine's own clause (CLAUSES): the model of the engine conforms to its
     dialect, under the machine that found the canonical policies' mistakes."""
-    outcome = certify_policy(model.adapter(), policy, dialect=dialect_for(policy, name))
+    outcome = certify_policy(model(), policy, dialect=dialect_for(policy, name))
     assert outcome.conforms, (CLAUSES[name], outcome.findings[0].message if outcome.findings else "")
 
 
 @pytest.mark.parametrize("trace", ["conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz"])
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])
-def test_each_engine_model_agrees_with_its_dialect_on_the_mooncake_traces(name: str, policy: str, model: ModuleType, trace: str) -> None:
+def test_each_engine_model_agrees_with_its_dialect_on_the_mooncake_traces(name: str, policy: str, model: Callable[[], object], trace: str) -> None:
     """Section 8: the model and the reference in the engine's dialect, in lockstep over the first
     1,500 requests of a bundled trace at 64 blocks of 512 tokens (requests longer than the cache
     included): every hit, and the resident count after every request."""
-    lockstep = Lockstep(model.adapter(), AdapterConfig(policy, 64, 512), dialect_for(policy, name))  # type: ignore[arg-type]
+    lockstep = Lockstep(model(), AdapterConfig(policy, 64, 512), dialect_for(policy, name))  # type: ignore[arg-type]
     assert lockstep.configure()
     hits = [lockstep.request(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(trace)).records(), 1500)]
     assert sum(hits) > 0

@@ -68,6 +68,7 @@ VARIATIONS = {v.id: v for v in (
               requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
     Variation("radix-fifo-leaves", "FIFO-DIALECT-1", ("fifo",), ("FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
               requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
+    Variation("split-keeps-creation", "FIFO-DIALECT-2", ("fifo",), ("FIFO-DIALECT-1",), requires=("radix-fifo-leaves",)),
     Variation("lru-free-queue", "LRU-DIALECT-6", ("lru",), ("LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "REPLAY-RESULT-4"),
               requires=ENGINE_CACHE, excludes=(*BLOCK_BY_BLOCK, "radix-lru-leaves")),
 )}
@@ -92,6 +93,8 @@ KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
     "vllm": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "lru-free-queue")},
     "sglang": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-lru-leaves"),
                "fifo": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-fifo-leaves")},
+    "sglang-unified": {"lru": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-lru-leaves"),
+                       "fifo": (*ENGINE_CACHE, "hit-cap-last-token", "full-blocks-only", "radix-fifo-leaves", "split-keeps-creation")},
     "lmcache": {"lru": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put", "lru-reverse-touch"),
                 "fifo": ("capacity-0-empty", "path-ids", "full-blocks-only", "allocate-then-put")},
     "kvcache-simulator": {
@@ -101,7 +104,7 @@ KNOWN_DIALECTS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 # An engine's dialect of one policy, named by the policy too (spec/dialects.md, section 8).
-KNOWN_DIALECTS |= {f"{engine}-{policy}": {policy: KNOWN_DIALECTS[engine][policy]} for engine in ("sglang", "lmcache") for policy in BASELINES}
+KNOWN_DIALECTS |= {f"{engine}-{policy}": {policy: KNOWN_DIALECTS[engine][policy]} for engine in ("sglang", "sglang-unified", "lmcache") for policy in BASELINES}
 
 Dialect = frozenset[str]
 CANONICAL: Dialect = frozenset()

@@ -1,4 +1,4 @@
-"""SGLang's radix cache (spec/dialects.md, LRU-DIALECT-5 and FIFO-DIALECT-1): a radix tree of runs
+"""SGLang's radix cache (spec/dialects.md, LRU-DIALECT-5, FIFO-DIALECT-1 and FIFO-DIALECT-2): a radix tree of runs
 of blocks, stamped by a logical clock, that evicts whole leaves.
 
 Each node holds a run of one or more blocks; a block is its prefix path (REPLAY-DIALECT-3), and a
@@ -100,6 +100,8 @@ class RadixCache(EngineCache):
         assert node.parent is not None
         del node.parent.children[node.run[0]]
         upper = self.new_node(node.run[:at], node.parent)
+        if "split-keeps-creation" in self.dialect:
+            upper.created = node.created  # FIFO-DIALECT-2: the upper part is as old as the node it was
         node.run, node.parent = node.run[at:], upper
         upper.children[node.run[0]] = node
         self.leaves.discard(upper)

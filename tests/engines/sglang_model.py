@@ -12,7 +12,6 @@ there. Line numbers are radix_cache.py's unless said.
 
 import heapq
 import itertools
-import math
 
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
 
@@ -123,7 +122,7 @@ class RadixModel:
     def request(self, hash_ids: list[int], input_length: int) -> int:
         """One prompt, run to completion; returns the hit tokens of its own lookup."""
         size = self.block_size
-        needed = math.ceil(input_length / size)
+        needed = -(-input_length // size)
         if needed > self.capacity:  # refused before it is looked up: nothing changes
             return 0
         hit_pages, last = self.match(hash_ids[: (input_length - 1) // size])  # limit L - 1, page-aligned
@@ -134,7 +133,7 @@ class RadixModel:
         demand = new_pages * size if size == 1 else (input_length - hit_pages * size) + size
         shortfall = demand - free * size  # allocator/base.py:166, in tokens
         if shortfall > 0:
-            self.evict(math.ceil(shortfall / size))
+            self.evict(-(-shortfall // size))
         if new_pages > self.capacity - self.cached_pages:
             raise AdapterFailure("the model could not allocate a request that fits the pool")
         full = hash_ids[: input_length // size]  # checkpoint inserts the full pages only (468)
@@ -165,7 +164,7 @@ class SGLangModel:
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         model = self.configured()
-        if math.ceil(input_length / model.block_size) > model.capacity:  # refused: never looked up
+        if -(-input_length // model.block_size) > model.capacity:  # refused: never looked up
             return 0
         return model.match(hash_ids[: max(input_length - 1, 0) // model.block_size], stamp=False)[0] * model.block_size
 

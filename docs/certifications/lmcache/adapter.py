@@ -35,6 +35,13 @@ Each chunk's memory object has the engine's shape for a full chunk (``metadata.g
 block_size bytes, padded by the allocator to its 4096-byte alignment. Every stored chunk is full,
 so all are one size, and the pool is the backend's own, made from ``max_local_cpu_size`` (GB) to
 hold exactly ``capacity`` of them. The results level.
+
+Token ids: each hash id is numbered as a vocabulary id, 1, 2, 3, ... in the order the cache first
+meets it. LMCache's chunk key is CPython's builtin hash of a tuple of token ids
+(``v1/token_database.py:123-177``), under which -1 and -2 hash alike, as do integers equal modulo
+2^61 - 1: passed through unchanged, the hash ids the certification draws merged two chunks at once
+(``[-1, -2]`` then ``[-2]`` hit 1 block; README.md keeps that report). A real prompt's token ids are
+small and non-negative, so the numbering certifies the policy as LMCache runs it.
 """
 
 import os
@@ -68,6 +75,7 @@ class LMCacheLocalCPU:
         self.shapes: list[torch.Size] = []
         self.dtypes: list[torch.dtype] = []
         self.last: tuple[tuple[int, ...], int, list] = ((), -1, [])  # the last request's keys: hit_tokens then access hash the same
+        self.token_of: dict[int, int] = {}  # each hash id's token id, numbered from 1 as met
 
     def configure(self, config: AdapterConfig) -> None:
         self.close()
@@ -134,7 +142,7 @@ class LMCacheLocalCPU:
     def close(self) -> None:
         if self.backend is not None:
             self.backend.close()
-        self.config, self.backend, self.tokens, self.last = None, None, None, ((), -1, [])
+        self.config, self.backend, self.tokens, self.last, self.token_of = None, None, None, ((), -1, []), {}
 
     def configured(self) -> tuple[LocalCPUBackend, int]:
         if self.config is None or self.backend is None:
@@ -147,7 +155,7 @@ class LMCacheLocalCPU:
         if request != self.last[:2]:
             assert self.tokens is not None and self.config is not None
             size = self.config.block_size
-            tokens = [h for h in hash_ids for _ in range(size)][:input_length]
+            tokens = [self.token_of.setdefault(h, len(self.token_of) + 1) for h in hash_ids for _ in range(size)][:input_length]
             self.last = (*request, [key for _, _, key in self.tokens.process_tokens(tokens=tokens)])
         return self.last[2]
 

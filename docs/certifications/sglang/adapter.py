@@ -40,7 +40,6 @@ are equal. With that clock no two heap entries ever tie (notes, "Ties").
 """
 
 import itertools
-import math
 import time
 import types
 from array import array
@@ -153,7 +152,7 @@ class SGLangRadixCache:
     def refused(self, input_length: int) -> bool:
         """More pages than the pool: the engine refuses the request before it is scheduled."""
         config = self.configured()[0]
-        return math.ceil(input_length / config.block_size) > config.capacity
+        return -(-input_length // config.block_size) > config.capacity
 
     def allocate(self, hit: int, length: int, prefix: torch.Tensor) -> torch.Tensor | None:
         """The engine's prefill allocation for one request, evicting as it does."""
