@@ -139,8 +139,8 @@ def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, 
     saved = 0.0
     for line_number, record in records:
         check_block_count(path, line_number, record, block_size)
-        if isinstance(cache, EngineCache):  # REPLAY-DIALECT-4 to REPLAY-DIALECT-8: the request runs whole
-            k, written = run_whole(cache, record.hash_ids, record.input_length)
+        if isinstance(cache, EngineCache):
+            k, written = run_whole(cache, record.hash_ids, record.input_length)  # REPLAY-DIALECT-4 to REPLAY-DIALECT-9: the request runs whole
             stored += written
         else:
             k = scan_then_access(cache, record.hash_ids)
