@@ -51,11 +51,11 @@ def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_2_each_engine_m
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])
 def test_each_engine_model_agrees_with_its_dialect_on_the_mooncake_traces(name: str, policy: str, model: Callable[[], object], trace: str) -> None:
     """Section 8: the model and the reference in the engine's dialect, in lockstep over the first
-    1,500 requests of a bundled trace at 64 blocks of 512 tokens (requests longer than the cache
+    800 requests of a bundled trace at 64 blocks of 512 tokens (requests longer than the cache
     included): every hit, and the resident count after every request."""
     lockstep = Lockstep(model(), AdapterConfig(policy, 64, 512), dialect_for(policy, name))  # type: ignore[arg-type]
     assert lockstep.configure()
-    hits = [lockstep.request(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(trace)).records(), 1500)]
+    hits = [lockstep.request(record.hash_ids, record.input_length) for _, record in islice(TraceFile(bundled_trace_path(trace)).records(), 800)]
     assert sum(hits) > 0
 
 
