@@ -92,3 +92,26 @@ def test_the_seeded_comparison_figure(tmp_path: Path, monkeypatch: pytest.Monkey
     result = comparison.Comparison(rows=[compare(name, make()[:200], capacity)])
     labels = check(drawn(comparison, lambda: comparison.plot(result, tmp_path / "p.png"), monkeypatch), quantities="x")
     assert labels == {POLICY_STYLES["benefit"]["label"], POLICY_STYLES["lru"]["label"]}
+
+
+def test_the_prefix_cache_figure_tells_the_five_engines_apart_beside_canonical_lru(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = small_trace(tmp_path / NAME)
+    trace = TraceFile(path)
+    engines = ("vllm", "sglang-lru", "sglang-fifo", "lmcache-lru", "lmcache-fifo")
+    dialects = [(name, {policy: dialect_for(policy, name) for policy in KNOWN_DIALECTS[name]}) for name in engines]
+    result = comparison.run_trace(lambda label: trace.records(), str(path), [comparison.GIB, 2 * comparison.GIB], block_size=4, dialects=dialects)
+    figure = drawn(comparison, lambda: comparison.plot_trace(result, tmp_path / "p.png"), monkeypatch)
+    named = {f"{POLICY_STYLES[policy]['label']} ({name})" for name, policies in dialects for policy in policies}
+    assert named <= check(figure, dialects=engines)
+    assert len({style["linestyle"] for style in comparison.dialect_styles(result).values()}) == len(engines)  # a dash each
+    rate = {side.capacity_bytes: 100 * side.hit_tokens / side.prompt_tokens for side in result.sides if side.policy == "lru"}
+    sides = {POLICY_STYLES[side.policy]["label"]: [side] for side in result.sides}
+    for d in result.dialect_sides:
+        sides.setdefault(f"{POLICY_STYLES[d.side.policy]['label']} ({d.dialect})", []).append(d.side)
+    for side in result.sides:
+        sides[POLICY_STYLES[side.policy]["label"]] = [s for s in result.sides if s.policy == side.policy]
+    gain = figure.axes[2]  # each hit rate less canonical LRU's at the same capacity
+    assert {line.get_label() for line in gain.get_lines()} == sides.keys()
+    for line in gain.get_lines():
+        expected = [100 * s.hit_tokens / s.prompt_tokens - rate[s.capacity_bytes] for s in sides[line.get_label()]]
+        assert list(line.get_ydata()) == pytest.approx(expected)

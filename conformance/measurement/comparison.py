@@ -174,8 +174,9 @@ def ceiling_text(rate: float, result: TraceComparison) -> str:
     return f"{rate:.2%}" if result.sides and result.sides[0].prompt_tokens else "n/a"
 
 
-# One dash per dialect, in the order asked for; the policy's colour and marker, hollow.
-DIALECT_LINES = ("--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
+# One dash per dialect, in the order asked for, six told apart (the five engines' take the first
+# five, their LRUs the first, second and fourth); the policy's colour and marker, hollow.
+DIALECT_LINES = ("--", ":", "-.", (0, (10, 3)), (0, (5, 1, 1, 1, 1, 1)), (0, (3, 1, 3, 1, 1, 1)))
 
 
 def dialect_styles(result: TraceComparison) -> dict[tuple[str, str], dict[str, object]]:
@@ -189,25 +190,30 @@ def dialect_styles(result: TraceComparison) -> dict[tuple[str, str], dict[str, o
 def plot_trace(result: TraceComparison, path: Path) -> None:
     """Hit rate and saved prefill against capacity, one line per policy (and per dialect's policy),
     under the offline optimum and a cache that never evicts (hit rate only: neither is a ceiling of
-    saved prefill); written whole to ``path``."""
-    drawn, (rate, saved) = figure(2, (11, 4.5))
+    saved prefill), and each hit rate less canonical LRU's, where lines a point apart on the first
+    panel's scale are told apart; written whole to ``path``. The legend stands beside the panels."""
+    drawn, (rate, saved, gain) = figure(3, (17, 4.8))
     lines = [(POLICY_STYLES[policy], [side for side in result.sides if side.policy == policy]) for policy in PREFIX_POLICIES]
     lines += [(style, [d.side for d in result.dialect_sides if (d.dialect, d.side.policy) == key]) for key, style in dialect_styles(result).items()]
+    lru = {side.capacity_bytes: hit_rate(side) for side in result.sides if side.policy == "lru"}
     for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
         rate.plot(gib, [100 * hit_rate(side) for side in sides], **style)
         saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **style)
+        gain.plot(gib, [100 * (hit_rate(side) - lru[side.capacity_bytes]) for side in sides], **style)
     capacities = list(dict.fromkeys(side.capacity_bytes / GIB for side in result.sides))
     rate.plot(capacities, [100 * o.hit_rate if o.total_prompt_tokens else math.nan for o in result.offline_optimum], **OFFLINE_OPTIMUM)
     ceiling = 100 * result.unbounded_hit_rate
     rate.axhline(ceiling, label=f"a cache that never evicts ({ceiling:.1f} %)", **NEVER_EVICTS)
-    for axes, label in ((rate, "hit rate (% of prompt tokens)"), (saved, f"saved prefill (modelled seconds, {result.model})")):
+    for axes, label in ((rate, "hit rate (% of prompt tokens)"), (saved, f"saved prefill (modelled seconds, {result.model})"),
+                        (gain, "hit rate less canonical LRU's (percentage points)")):
         axes.set_xscale("log", base=2)
         axes.set_xticks(sorted(capacities), [f"{capacity:g}" for capacity in sorted(capacities)])
         axes.minorticks_off()
         axes.set_xlabel("capacity (GiB, log scale)")
         axes.set_ylabel(label)
         axes.grid(True, alpha=0.3)
-    rate.legend(fontsize="small")
+    handles, labels = rate.get_legend_handles_labels()
+    gain.legend(handles, labels, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}")
     save(drawn, path)
