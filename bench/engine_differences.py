@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvspec.reference import ReplayConfig, TraceFile, bundled_trace_path
-from kvspec.reference.dialects import KNOWN_DIALECTS, BlockPool, EngineCache, RadixCache, dialect_for
+from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, BlockPool, EngineCache, RadixCache, dialect_for
 from kvspec.reference.dialects.baselines import ROOT, DialectFIFO, DialectLRU
-from kvspec.reference.dialects.catalogue import ENGINE_CACHE
 from kvspec.reference.dialects.engine import EngineReplay
 from kvspec.reference.fifo import FIFO
 from kvspec.reference.lru import LRU
@@ -164,20 +163,21 @@ def replay(records: list[TraceRecord], policy: str, dialect: frozenset[str], cap
 
 
 def engine_rows(engine: str) -> list[tuple[str, str, frozenset[str]]]:
-    """The engine's decomposition, each row (label, policy, dialect): its canonical policy; that
-    policy with the engine's replay (the dialect without the engine's rule); the engine's rule with
-    only the replay points it requires, beside the policy with those points; the whole dialect."""
+    """The engine's decomposition, each row (label, policy, dialect): its policy with the engine's
+    replay (the dialect without the engine's rule); its policy with only the points the rule
+    requires, prefix paths included (every engine's rule is on them); the rule on those points;
+    the whole dialect."""
     (policy, full), = KNOWN_DIALECTS[engine].items()
     rules = ENGINE_RULES[engine]
-    required = frozenset(ENGINE_CACHE) if any(r.startswith(("radix", "lru-free")) for r in rules) else frozenset({"path-ids"})
+    required = frozenset({"path-ids"}.union(*(VARIATIONS[r].requires for r in rules)) - set(rules))
     return [(f"{policy} with {engine}'s replay", policy, frozenset(full) - set(rules)),
             (f"{policy} with the points {engine}'s rule requires", policy, required),
             (f"{engine}'s rule alone", policy, required | set(rules)),
             (engine, policy, dialect_for(policy, engine))]
 
 
-def rows_for(capacity: int) -> list[tuple[str, str, frozenset[str], bool]]:
-    """(label, policy, dialect, whether to read the state) for every replay at one capacity."""
+def rows_for() -> list[tuple[str, str, frozenset[str], bool]]:
+    """(label, policy, dialect, whether to read the state) for every replay at a capacity."""
     rows = [(policy, policy, frozenset(), True) for policy in ("lru", "fifo", "s3fifo")]
     rows += [(engine, policy, dialect_for(policy, engine), True) for engine in ENGINES for policy in KNOWN_DIALECTS[engine]]
     rows += [(f"{policy} + path-ids", policy, frozenset({"path-ids"}), False) for policy in ("lru", "fifo")]
@@ -196,7 +196,7 @@ def decomposition(engine: str, runs: dict[str, dict[str, object]]) -> str:
     """The engine's difference from its canonical policy, split into its replay and its rule, and
     its rule's alone (on the replay points it requires)."""
     rate = {(r["policy"], frozenset(r["variations"])): r["hit_tokens"] / r["prompt_tokens"] for r in runs.values()}  # type: ignore[operator, arg-type]
-    (replayed, policy, with_replay), (_, _, required), (_, _, alone), (_, _, full) = engine_rows(engine)
+    (_, policy, with_replay), (_, _, required), (_, _, alone), (_, _, full) = engine_rows(engine)
     canonical = rate[policy, frozenset()]
     return (f"{engine:<13} {100 * (rate[policy, full] - canonical):+6.2f} = replay {100 * (rate[policy, with_replay] - canonical):+6.2f}"
             f" + rule {100 * (rate[policy, full] - rate[policy, with_replay]):+6.2f};"
@@ -223,7 +223,7 @@ def main() -> None:
         runs: dict[str, dict[str, dict[str, object]]] = {}
         for capacity in capacities:
             runs[str(capacity)] = {}
-            for label, policy, dialect, state in rows_for(capacity):
+            for label, policy, dialect, state in rows_for():
                 m = replay(records, policy, dialect, capacity, hash_parent if state else None)
                 runs[str(capacity)][label] = {
                     "policy": policy, "variations": sorted(dialect), "hit_tokens": m.hits, "prompt_tokens": m.prompt,
