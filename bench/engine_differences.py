@@ -12,8 +12,8 @@ Run without KVSPEC_CONTRACTS (about ten minutes on a shared core). For each trac
   blocks over capacity, after each request), the share of resident blocks that no future request
   can reach because an ancestor is not resident (mean over requests, and after the last), for
   vLLM the share of its slots that hold a path another slot holds already (LRU-DIALECT-6: no
-  de-duplication), and for SGLang the blocks evicted beyond what the request asked to free
-  (LRU-DIALECT-5: whole leaves);
+  de-duplication), and for SGLang the blocks evicted beyond what the request asked to free and
+  beyond the slots it lacked (LRU-DIALECT-5: whole leaves, and a page more asked);
 - each engine replay point (spec/dialects.md section 7) alone on LRU and FIFO under path-ids, and
   the decomposition of each engine's difference from its canonical policy into its replay and its
   own rule.
@@ -90,6 +90,7 @@ class Measure:
     asked: int = 0  # SGLang: blocks its requests asked to free
     evicted: int = 0  # SGLang: blocks it evicted
     beyond: int = 0  # SGLang: blocks evicted past what the request asked for
+    beyond_need: int = 0  # SGLang: blocks evicted past the slots the request lacked (no page more)
     partial_hits: int = 0  # hit tokens of partial last blocks
 
 
@@ -150,6 +151,7 @@ def replay(records: list[TraceRecord], policy: str, dialect: frozenset[str], cap
             asked = max(0, len(record.hash_ids) - k + 1 - (capacity - before))  # radix.py run: a page more than it needs
             evicted = before + stored - cache.resident_count()
             m.asked, m.evicted, m.beyond = m.asked + asked, m.evicted + evicted, m.beyond + max(0, evicted - asked)
+            m.beyond_need += max(0, evicted - max(0, asked - 1))
         if hash_parent is None:
             continue
         resident, slots, parent = held_blocks(cache)
@@ -231,12 +233,14 @@ def main() -> None:
                     **({"mean_fill": m.fill / m.requests, "mean_unreachable": m.unreachable / m.requests,
                         "end_unreachable": m.end_unreachable, "end_resident": m.end_resident} if state else {}),
                     **({"mean_duplicates": m.duplicates / m.requests} if state and "lru-free-queue" in dialect else {}),
-                    **({"asked_to_free": m.asked, "evicted": m.evicted, "evicted_beyond_asked": m.beyond} if m.evicted else {}),
+                    **({"asked_to_free": m.asked, "evicted": m.evicted, "evicted_beyond_asked": m.beyond,
+                        "evicted_beyond_lacking": m.beyond_need} if m.evicted else {}),
                 }
                 print(f"{capacity:>6} {label:<48} {m.hits / m.prompt:7.2%}" + (
                     f"  fill {m.fill / m.requests:6.1%}  unreachable {m.unreachable / m.requests:6.1%} (end {m.end_unreachable:6.1%})"
                     if state else "") + (f"  duplicates {m.duplicates / m.requests:5.1%}" if "lru-free-queue" in dialect and state else "")
-                    + (f"  evicted {m.evicted:,}, {m.beyond:,} beyond the {m.asked:,} asked" if m.evicted else ""), flush=True)
+                    + (f"  evicted {m.evicted:,}, {m.beyond:,} beyond the {m.asked:,} asked ({m.beyond_need:,} beyond the slots lacking)"
+                       if m.evicted else ""), flush=True)
         for capacity in capacities:
             print(f"\n{capacity:,} blocks: each engine's difference from its canonical policy (percentage points of hit rate)")
             for engine in ENGINES:
