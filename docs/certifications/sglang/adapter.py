@@ -91,12 +91,7 @@ class SGLangRadixCache:
             raise ConfigRefused("SGLang's RadixCache is certified here with its LRU and FIFO eviction policies")
         if config.capacity < 1 or config.block_size < 1:
             raise ConfigRefused("a pool needs at least one page of at least one token")
-        page, tokens = config.block_size, config.capacity * config.block_size
-        if page == 1:
-            allocator = TokenToKVPoolAllocator(tokens, torch.float16, DEVICE, None, need_sort=False)
-        else:
-            allocator = PagedTokenToKVPoolAllocator(tokens, page, torch.float16, DEVICE, None, need_sort=False)
-        self.req_to_token_pool = ReqToTokenPool(size=1, max_context_len=tokens, device=DEVICE, enable_memory_saver=False)
+        page, allocator = config.block_size, self.pools(config)
         self.cache = RadixCache(
             CacheInitParams(
                 disable=False,
@@ -107,6 +102,15 @@ class SGLangRadixCache:
             )
         )
         self.config = config
+
+    def pools(self, config: AdapterConfig) -> "TokenToKVPoolAllocator | PagedTokenToKVPoolAllocator":
+        """SGLang's own pools for ``config``: its token allocator (paged above one token a page) of
+        capacity pages, and a request-to-token pool for the one request at a time."""
+        page, tokens = config.block_size, config.capacity * config.block_size
+        self.req_to_token_pool = ReqToTokenPool(size=1, max_context_len=tokens, device=DEVICE, enable_memory_saver=False)
+        if page == 1:
+            return TokenToKVPoolAllocator(tokens, torch.float16, DEVICE, None, need_sort=False)
+        return PagedTokenToKVPoolAllocator(tokens, page, torch.float16, DEVICE, None, need_sort=False)
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         config, cache = self.configured()

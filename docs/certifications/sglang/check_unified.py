@@ -18,12 +18,9 @@ creation time (unified_tree_core.py:1476).
 import random
 import sys
 
-import torch
-from adapter import DEVICE, SGLangRadixCache
+from adapter import SGLangRadixCache
 from check_model import random_requests, trace
-from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator, TokenToKVPoolAllocator
 from sglang.srt.mem_cache.cache_init_params import CacheInitParams
-from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
 from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 from sglang_model import SGLangModel
@@ -39,12 +36,7 @@ class SGLangUnified(SGLangRadixCache):
         self.tree_core = tree_core
 
     def configure(self, config: AdapterConfig) -> None:
-        page, tokens = config.block_size, config.capacity * config.block_size
-        if page == 1:
-            allocator = TokenToKVPoolAllocator(tokens, torch.float16, DEVICE, None, need_sort=False)
-        else:
-            allocator = PagedTokenToKVPoolAllocator(tokens, page, torch.float16, DEVICE, None, need_sort=False)
-        self.req_to_token_pool = ReqToTokenPool(size=1, max_context_len=tokens, device=DEVICE, enable_memory_saver=False)
+        page, allocator = config.block_size, self.pools(config)
         self.cache = UnifiedRadixCache(
             CacheInitParams(
                 disable=False,
