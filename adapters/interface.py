@@ -73,9 +73,10 @@ class Adapter(Protocol):
         """REPLAY-PREFIX-1 to REPLAY-HIT-1 for one request; MUST NOT change the cache."""
 
     def access(self, hash_ids: list[int]) -> None:
-        """REPLAY-ACCESS-1: access every block of the request, in order. In a dialect with
-        full-blocks-only the suite also passes ``input_length=L`` (PROTO-10, REPLAY-DIALECT-7), so
-        an adapter certified in one takes that keyword too; no other adapter is ever passed it."""
+        """REPLAY-ACCESS-1: access every block of the request, in order. In a dialect of the engine
+        replay (spec/dialects.md sections 7 and 8) the suite also passes ``input_length=L``
+        (PROTO-10), so an adapter certified in one takes that keyword too; no other adapter is ever
+        passed it (the Protocol leaves it out, so that every other adapter matches it)."""
 
     def resident_count(self) -> int:
         """REPLAY-RESULT-4: the blocks resident now."""

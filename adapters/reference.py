@@ -64,8 +64,9 @@ class ReferenceAdapter(ReferenceBenefitAdapter):
         k = prefix_hit_blocks(hash_ids, policy.is_resident)
         return hit_tokens(k, self._block_size, input_length)
 
-    def access(self, hash_ids: list[int]) -> None:
-        """PROTO-10: REPLAY-ACCESS-1, every block in order."""
+    def access(self, hash_ids: list[int], input_length: int | None = None) -> None:
+        """PROTO-10: REPLAY-ACCESS-1, every block in order; the canonical spec has no use for the
+        input length an engine dialect's lockstep sends."""
         policy = self._cache()
         for h in hash_ids:
             policy.access(h)

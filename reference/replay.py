@@ -29,7 +29,7 @@ class Policy(Protocol):
     def state_invariants_hold(self) -> bool: ...
 
 
-Cache = Policy | EngineCache  # a policy replayed block by block, or request by request (REPLAY-DIALECT-4 to REPLAY-DIALECT-8)
+Cache = Policy | EngineCache  # a policy replayed block by block, or request by request (REPLAY-DIALECT-4 to REPLAY-DIALECT-9)
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,7 @@ def request_hit_blocks(policy: Cache, blocks: list[int], input_length: int) -> i
     return policy.hit_blocks(k, blocks, input_length) if isinstance(policy, EngineCache) else k
 
 
+@ensure(lambda policy: policy.state_invariants_hold(), "S3-QUEUE-2, S3-FREQ-1, S3-INV-1..3, LRU-CAP-1, FIFO-CAP-1, the dialect's own, REPLAY-DIALECT-6")
 def serve_request(policy: Cache, blocks: list[int], input_length: int, k: int) -> None:
     """After the scan, the request's accesses (REPLAY-ACCESS-1), or an engine's run of it whole."""
     if isinstance(policy, EngineCache):
@@ -143,7 +144,7 @@ def serve_request(policy: Cache, blocks: list[int], input_length: int, k: int) -
 @ensure(lambda policy: policy.state_invariants_hold(), "LRU-CAP-1, FIFO-CAP-1, the dialect's own, REPLAY-DIALECT-6")
 @ensure(lambda OLD, result: OLD.first_resident or result[0] == 0, "REPLAY-INV-3: a request whose first block is not resident hits 0")
 def run_whole(policy: EngineCache, hash_ids: list[int], input_length: int) -> tuple[int, int]:
-    """REPLAY-DIALECT-4 to REPLAY-DIALECT-8: look the request up, then run it whole; its hit
+    """REPLAY-DIALECT-4 to REPLAY-DIALECT-9: look the request up, then run it whole; its hit
     blocks, and the blocks it stored."""
     blocks = policy.blocks(hash_ids)
     k = request_hit_blocks(policy, blocks, input_length)

@@ -433,34 +433,34 @@ def test_REPLAY_DIALECT_7_the_model_certifies_against_engine_dialects() -> None:
 
 
 def test_PROTO_10_an_access_that_takes_no_input_length_is_the_implementations_failure() -> None:
-    """PROTO-10, PROTO-29: in a dialect with full-blocks-only the suite sends input_length; an
+    """PROTO-10, PROTO-29: in a dialect of the engine replay the suite sends input_length; an
     adapter whose access takes none raises, and that is a Fault of the implementation's at its
-    first request, not an error of kvspec's. In a dialect without it, the same adapter is never
-    sent one, and agrees: path-ids, hit-cap-last-token, too-long-skipped and pin-request, capacity
-    3, block size 2: [1,2] L=3 caches (1), (1,2), hits 0; [1,2] L=4: k = 2, capped at ⌊3/2⌋ = 1: 2
-    tokens; [1,2,3] L=6: k = 2, under ⌊5/2⌋ = 2: 4 tokens."""
+    first request, not an error of kvspec's. In a block-by-block dialect, the same adapter is never
+    sent one, and agrees: path-ids alone, capacity 3, block size 2: [1,2] L=3 caches (1), (1,2),
+    hits 0; [1,2] L=4: k = 2: 4 tokens; [1,2,3] L=6: k = 2: 4 tokens."""
     deaf = Implementation.in_process(lambda: DeafToInputLength(VLLM_LIKE))  # not an Adapter by its type, as it is meant to be
     outcome = certify_policy(deaf, "lru", dialect=VLLM_LIKE)
     (finding,) = outcome.findings
     assert isinstance(finding.divergence, Fault) and finding.divergence.clauses == ("PROTO-29",), finding.message
     assert "access" in finding.message and "input_length" in finding.message
-    no_full_blocks = PINNED_BY_PATH
-    lockstep = Lockstep(Implementation.in_process(lambda: DeafToInputLength(no_full_blocks)).start(), AdapterConfig("lru", 3, 2), no_full_blocks)
+    block_by_block = frozenset({"path-ids"})
+    lockstep = Lockstep(Implementation.in_process(lambda: DeafToInputLength(block_by_block)).start(), AdapterConfig("lru", 3, 2), block_by_block)
     assert lockstep.configure()
-    assert [lockstep.request(ids, length) for ids, length in [([1, 2], 3), ([1, 2], 4), ([1, 2, 3], 6)]] == [0, 2, 4]
+    assert [lockstep.request(ids, length) for ids, length in [([1, 2], 3), ([1, 2], 4), ([1, 2, 3], 6)]] == [0, 4, 4]
 
 
-@pytest.mark.parametrize("dialect", [VLLM_LIKE, frozenset({"path-ids", "hit-cap-last-token", "pin-request"})])
-def test_PROTO_10_input_length_goes_with_the_access_only_under_full_blocks_only(dialect: frozenset[str]) -> None:
+@pytest.mark.parametrize("dialect", [VLLM_LIKE, frozenset({"path-ids", "hit-cap-last-token", "pin-request"}), frozenset({"path-ids"})])
+def test_PROTO_10_input_length_goes_with_the_access_only_in_the_engine_replay(dialect: frozenset[str]) -> None:
     """PROTO-10: the lockstep hands the adapter each request's input_length with its access in a
-    dialect with full-blocks-only, and never otherwise."""
+    dialect of the engine replay (any of REPLAY-DIALECT-4 to REPLAY-DIALECT-9), and never in a
+    block-by-block one."""
     adapter = EngineModelAdapter(dialect)
     lockstep = Lockstep(Implementation.of(adapter).start(), AdapterConfig("fifo", 3, 2), dialect)
     assert lockstep.configure()
     requests = [([1, 2], 3), ([1, 2], 4), ([5], 1)]
     for ids, length in requests:
         lockstep.request(ids, length)
-    sent = [length for _, length in requests] if "full-blocks-only" in dialect else [None] * len(requests)
+    sent = [length for _, length in requests] if dialect != {"path-ids"} else [None] * len(requests)
     assert adapter.accessed_with == sent
 
 
@@ -478,8 +478,8 @@ def test_PROTO_10_the_access_message_carries_input_length_only_when_given() -> N
 @pytest.mark.parametrize("dialect", [VLLM_LIKE, PINNED_BY_PATH])
 def test_PROTO_10_the_model_served_over_the_protocol_is_told_input_length(dialect: frozenset[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """PROTO-10, PROTO-17: the model behind `python -m kvspec.adapters.serve` agrees in lockstep,
-    block size 2, capacity 3, each access line on the wire carrying input_length under
-    full-blocks-only and never otherwise. vLLM's points: [1,2] L=3 caches (1) only (its slot is
+    block size 2, capacity 3, each access line on the wire carrying input_length (a dialect of the
+    engine replay, with full-blocks-only or without). vLLM's points: [1,2] L=3 caches (1) only (its slot is
     freed), which it could not tell without L (at L=4 it would cache (1,2) too, and its resident
     count, 2, would differ); [1,2] L=4: k = 1, 2 tokens, [(1),(1,2)]; [1,2,3,4] L=7, 4 blocks > 3,
     is skipped: 0; [1,2,3] L=5: k = 2, 4 tokens; 2 resident. Without full-blocks-only: [1,2] L=3
@@ -498,5 +498,4 @@ def test_PROTO_10_the_model_served_over_the_protocol_is_told_input_length(dialec
     finally:
         served_model.close()
     accesses = [message for message in map(json.loads, written) if message["cmd"] == "access"]
-    assert [message.get("input_length") for message in accesses] == ([3, 4, 7, 5] if dialect == VLLM_LIKE else [None] * 4)
-    assert all(("input_length" in message) == ("full-blocks-only" in dialect) for message in accesses)
+    assert [message.get("input_length") for message in accesses] == [3, 4, 7, 5]

@@ -395,7 +395,9 @@ def test_DIALECT_3_each_engine_point_requires_path_ids_too_long_skipped_and_pin_
                                                  if ENGINE_POINTS[p] == "lru" or not x.startswith("lru-")])
 def test_DIALECT_4_each_engine_point_excludes_the_rules_of_a_queue_of_blocks(point: str, excluded: str) -> None:
     policy = ENGINE_POINTS[point]
-    assert dialect_for(policy, variations=(*ENGINE_CACHE, excluded, *BLOCK_BY_BLOCK[excluded]))  # a dialect without the engine's point
+    unpinned = tuple(v for v in ENGINE_CACHE if v != "pin-request")  # allocate-then-put excludes pin-request too
+    base = unpinned if "allocate-then-put" in (excluded, *BLOCK_BY_BLOCK[excluded]) else ENGINE_CACHE
+    assert dialect_for(policy, variations=(*base, excluded, *BLOCK_BY_BLOCK[excluded]))  # a dialect without the engine's point
     with pytest.raises(ConfigError, match="DIALECT-4"):
         dialect_for(policy, variations=(point, *ENGINE_CACHE, excluded, *BLOCK_BY_BLOCK[excluded]))
 
@@ -404,9 +406,11 @@ def test_DIALECT_2_and_4_the_engine_points_belong_to_their_policy_and_never_meet
     """radix-fifo-leaves is FIFO's, radix-lru-leaves, lru-free-queue and lru-reverse-touch LRU's
     (DIALECT-2). lru-free-queue and radix-lru-leaves replace the same LRU clauses differently
     (DIALECT-4)."""
-    for point, policy in [("radix-fifo-leaves", "lru"), ("radix-lru-leaves", "fifo"), ("lru-free-queue", "fifo"), ("lru-reverse-touch", "fifo")]:
+    for point, policy in [("radix-fifo-leaves", "lru"), ("radix-lru-leaves", "fifo"), ("lru-free-queue", "fifo")]:
         with pytest.raises(ConfigError, match="DIALECT-2"):
-            dialect_for(policy, variations=(point, *ENGINE_CACHE, "allocate-then-put"))
+            dialect_for(policy, variations=(point, *ENGINE_CACHE))
+    with pytest.raises(ConfigError, match="DIALECT-2"):
+        dialect_for("fifo", variations=("lru-reverse-touch", "allocate-then-put"))
     with pytest.raises(ConfigError, match="DIALECT-4"):
         dialect_for("lru", variations=("lru-free-queue", "radix-lru-leaves", *ENGINE_CACHE))
 
@@ -458,3 +462,11 @@ def test_FIFO_DIALECT_2_a_split_keeps_the_creation_stamp_of_the_node_it_splits(n
     resident = {"(3,8)": cache.is_resident(cache.blocks([3, 8])[1]), "(1,2)": cache.is_resident(cache.blocks([1, 2])[1])}
     assert not resident[evicted] and all(kept for path, kept in resident.items() if path != evicted)
     assert cache.resident_count() == (5 if name == "sglang-fifo" else 6)
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+def test_DIALECT_4_REPLAY_DIALECT_9_allocate_then_put_pins_nothing_so_it_excludes_pin_request(policy: str) -> None:
+    """REPLAY-DIALECT-9 excludes pin-request (DIALECT-4): LMCache stores with nothing pinned, so a
+    dialect that asked for both would promise pins it never takes."""
+    with pytest.raises(ConfigError, match="DIALECT-4: allocate-then-put and pin-request"):
+        dialect_for(policy, variations=("allocate-then-put", "pin-request"))

@@ -16,12 +16,15 @@ import pytest
 from engines import lmcache_model, sglang_model, vllm_model
 from test_cli import kvspec
 
+from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.lockstep import Lockstep
+from kvspec.conformance.certification.dialect_search import score
+from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
 
+ENGINE_MODELS = Path(__file__).parent / "engines"
 ENGINES = [("vllm", "lru", vllm_model.adapter), ("sglang-lru", "lru", sglang_model.adapter), ("sglang-fifo", "fifo", sglang_model.adapter),
            ("sglang-unified-lru", "lru", sglang_model.unified_adapter), ("sglang-unified-fifo", "fifo", sglang_model.unified_adapter),
            ("lmcache-lru", "lru", lmcache_model.adapter), ("lmcache-fifo", "fifo", lmcache_model.adapter)]
@@ -71,3 +74,35 @@ def test_replay_takes_an_engines_one_policy_and_gives_its_own_totals(tmp_path: P
     # [1,2]: nothing hit, both cached, the queue (1,2) (1); [1,2] again: the cap leaves 1 hit block,
     # (1,2) is computed again and held twice: (1,2) (1,2) (1); [1,2,3]: 2 hit blocks, (1,2,3) cached: 4 slots hold a block
     assert (result["total_hit_tokens"], result["final_cache_blocks"]) == (0 + 1 + 2, 4)
+
+
+def test_DIALECT_8_a_candidate_that_gets_the_hits_right_scores_above_one_that_does_not() -> None:
+    """DIALECT-8, spec/dialects.md section 6 step 2: vLLM's model, capacity 6, block size 1, [1]
+    twice. Canonical LRU: the configuration (1), request 1 whole (2), request 2's hit tokens differ
+    (1 expected, vLLM's cap gives 0): 3. hit-cap-last-token: the same, and request 2's hit tokens
+    agree (1) though its resident count does not (vLLM holds (1) twice): 4."""
+    implementation = Implementation.of(vllm_model.adapter())
+    lockstep = Lockstep(implementation.current(), AdapterConfig("lru", 6, 1))
+    assert lockstep.configure()
+    with pytest.raises(Divergence) as failed:
+        for _ in range(2):
+            lockstep.request([1], 1)
+    evidence = [failed.value]
+    assert (score(implementation, frozenset(), evidence), score(implementation, frozenset({"hit-cap-last-token"}), evidence)) == (3, 4)
+
+
+def test_keep_going_replays_an_engine_dialect_to_the_end(tmp_path: Path) -> None:
+    """`kvspec replay --adapter --keep-going` in an engine's dialect (REPLAY-DIALECT-4 to 9, PROTO-10):
+    vLLM's model against SGLang's dialect, 300 requests of the conversation trace at 64 blocks; the
+    implementation's own totals are those of vLLM's dialect replayed alone (the model agrees with
+    it above)."""
+    trace = tmp_path / "t.jsonl"
+    records = [record for _, record in islice(TraceFile(bundled_trace_path()).records(), 300)]
+    trace.write_text("".join(record.model_dump_json() + "\n" for record in records))
+    run = kvspec("replay", str(trace), "--adapter", f"python:{ENGINE_MODELS / 'vllm_model.py'}:adapter", "--dialect", "sglang-lru", "--keep-going",
+                 "--capacity", "64", contracts="0")
+    report = json.loads(run.stdout)
+    alone = json.loads(kvspec("replay", str(trace), "--dialect", "vllm", "--capacity", "64", contracts="0").stdout)
+    assert run.returncode == 3 and report["diverged_requests"] > 0 and report["requests"] == 300
+    assert (report["implementation"]["total_hit_tokens"], report["implementation"]["final_cache_blocks"]) == (
+        alone["total_hit_tokens"], alone["final_cache_blocks"])

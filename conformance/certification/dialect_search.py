@@ -44,9 +44,9 @@ def agreement(implementation: Implementation, dialect: Dialect, example: Diverge
     """How far one example gets in lockstep against ``dialect``: the configuration, then each
     request's hit tokens, and each request whose every check agreed."""
     assert example.config is not None
-    points = 0
-    lockstep = Lockstep(implementation.current(), example.config, dialect)
+    points, lockstep = 0, None
     try:
+        lockstep = Lockstep(implementation.current(), example.config, dialect)
         accepted = lockstep.configure()
         points += 1
         for hash_ids, input_length in example.trace if accepted else ():
@@ -54,7 +54,7 @@ def agreement(implementation: Implementation, dialect: Dialect, example: Diverge
             points += 1
     except (Divergence, AdapterFailure):  # a failed implementation is started afresh by current()
         pass
-    return points + lockstep.hits_agreed
+    return points + (lockstep.hits_agreed if lockstep is not None else 0)
 
 
 def score(implementation: Implementation, dialect: Dialect, evidence: list[Divergence]) -> int:

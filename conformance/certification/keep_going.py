@@ -17,7 +17,7 @@ from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.reference.dialects import Dialect
-from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
+from kvspec.reference.replay import hit_tokens
 from kvspec.reference.validation import INT64_MAX
 
 SCHEMA = "replay-divergences.schema.json"
@@ -154,12 +154,10 @@ class KeepGoing(Lockstep):
             return super().request(hash_ids, input_length)
         reference, adapter = self.reference, self.adapter
         assert reference is not None, "configure() accepted no configuration"
-        blocks = reference.blocks(hash_ids)
-        expected = hit_tokens(prefix_hit_blocks(blocks, reference.is_resident), self.config.block_size, input_length)
+        blocks, k = self.looked_up(hash_ids, input_length)
+        expected = hit_tokens(k, self.config.block_size, input_length)
         actual = adapter.hit_tokens(hash_ids, input_length)
-        for h in blocks:
-            reference.access(h)
-        adapter.access(hash_ids)
+        self.served(hash_ids, input_length, blocks, k)
         self.compared(input_length, expected, actual, reference.resident_count(), adapter.resident_count())
         return expected
 

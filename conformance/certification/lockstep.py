@@ -153,8 +153,7 @@ class Lockstep:
         assert reference is not None, "configure() accepted no configuration"
         self.trace.append((hash_ids, input_length))
         where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
-        blocks = reference.blocks(hash_ids)
-        k = request_hit_blocks(reference, blocks, input_length)
+        blocks, k = self.looked_up(hash_ids, input_length)
         expected = hit_tokens(k, config.block_size, input_length)
         state_level = adapter.level == "state" and queues_hold_hashes(self.dialect)
         before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
@@ -167,11 +166,7 @@ class Lockstep:
                                     adapter.snapshot()))
         else:
             self.hits_agreed += 1
-        serve_request(reference, blocks, input_length, k)
-        if runs_whole(self.dialect):
-            adapter.access(hash_ids, input_length=input_length)  # PROTO-10: an engine caches a partial last block or not (REPLAY-DIALECT-7)
-        else:
-            adapter.access(hash_ids)
+        self.served(hash_ids, input_length, blocks, k)
         queues = adapter.snapshot() if before is not None and not self.diverged() else None
         if queues is not None:  # the queues first: their difference is the more telling diagnosis
             assert before is not None
@@ -186,6 +181,21 @@ class Lockstep:
             self.found(self.diverge(diagnosis, f"after {where}: expected {want} resident blocks, got {got}", want, got))
         self.compared(input_length, expected, actual, want, got)
         return expected
+
+    def looked_up(self, hash_ids: list[int], input_length: int) -> tuple[list[int], int]:
+        """The reference's blocks for a request, and its hit blocks (changing nothing)."""
+        assert self.reference is not None, "configure() accepted no configuration"
+        blocks = self.reference.blocks(hash_ids)
+        return blocks, request_hit_blocks(self.reference, blocks, input_length)
+
+    def served(self, hash_ids: list[int], input_length: int, blocks: list[int], k: int) -> None:
+        """The request's accesses, or its run whole, on both."""
+        assert self.reference is not None, "configure() accepted no configuration"
+        serve_request(self.reference, blocks, input_length, k)
+        if runs_whole(self.dialect):
+            self.adapter.access(hash_ids, input_length=input_length)  # PROTO-10: an engine caches a partial last block or not (REPLAY-DIALECT-7)
+        else:
+            self.adapter.access(hash_ids)
 
     def found(self, divergence: Divergence) -> None:
         """Where the two disagree: the lockstep stops there."""

@@ -41,5 +41,5 @@ def dialect_policy(policy: str, dialect: Dialect, capacity: int, block_size: int
         return RadixCache.empty(dialect, capacity, block_size, policy)  # LRU-DIALECT-5, FIFO-DIALECT-1
     cache = DialectLRU.empty(dialect, capacity) if policy == "lru" else DialectFIFO.empty(dialect, capacity)
     if runs_whole(dialect):
-        return EngineReplay(cache, dialect, cache.capacity, block_size)  # REPLAY-DIALECT-4 to REPLAY-DIALECT-8
+        return EngineReplay(cache, dialect, cache.capacity, block_size)  # REPLAY-DIALECT-4 to REPLAY-DIALECT-9
     return cache

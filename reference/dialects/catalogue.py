@@ -27,9 +27,9 @@ class Variation:
 S3 = ("s3fifo",)
 BASELINES = ("lru", "fifo")
 # An engine's own cache runs requests whole on prefix paths (spec/dialects.md, section 8), and has
-# none of the rules that only a queue of blocks has.
+# none of the rules of a queue of blocks (those of LRU and FIFO in a dialect, LMCache's included).
 ENGINE_CACHE = ("path-ids", "too-long-skipped", "pin-request")
-BLOCK_BY_BLOCK = ("capacity-0-empty", "capacity-nonpositive-empty", "lru-evict-leaves", "lru-protect-request", "lru-admit-under-parent",
+QUEUE_OF_BLOCKS = ("capacity-0-empty", "capacity-nonpositive-empty", "lru-evict-leaves", "lru-protect-request", "lru-admit-under-parent",
                   "partial-block-slot", "allocate-then-put", "lru-reverse-touch")
 
 VARIATIONS = {v.id: v for v in (
@@ -62,15 +62,15 @@ VARIATIONS = {v.id: v for v in (
     Variation("full-blocks-only", "REPLAY-DIALECT-7", BASELINES, ("REPLAY-PREFIX-1", "REPLAY-ACCESS-1")),
     Variation("partial-block-slot", "REPLAY-DIALECT-8", BASELINES, ("REPLAY-ACCESS-1",), requires=("full-blocks-only", "path-ids")),
     Variation("allocate-then-put", "REPLAY-DIALECT-9", BASELINES, ("REPLAY-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
-              excludes=("partial-block-slot",)),
+              excludes=("partial-block-slot", "pin-request")),
     Variation("lru-reverse-touch", "LRU-DIALECT-4", ("lru",), ("LRU-ACCESS-1",), requires=("allocate-then-put",)),
     Variation("radix-lru-leaves", "LRU-DIALECT-5", ("lru",), ("LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1"),
-              requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
+              requires=ENGINE_CACHE, excludes=QUEUE_OF_BLOCKS),
     Variation("radix-fifo-leaves", "FIFO-DIALECT-1", ("fifo",), ("FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1"),
-              requires=ENGINE_CACHE, excludes=BLOCK_BY_BLOCK),
+              requires=ENGINE_CACHE, excludes=QUEUE_OF_BLOCKS),
     Variation("split-keeps-creation", "FIFO-DIALECT-2", ("fifo",), ("FIFO-DIALECT-1",), requires=("radix-fifo-leaves",)),
     Variation("lru-free-queue", "LRU-DIALECT-6", ("lru",), ("LRU-ACCESS-1", "LRU-EVICT-1", "LRU-ADMIT-1", "REPLAY-RESULT-4"),
-              requires=ENGINE_CACHE, excludes=(*BLOCK_BY_BLOCK, "radix-lru-leaves")),
+              requires=ENGINE_CACHE, excludes=(*QUEUE_OF_BLOCKS, "radix-lru-leaves")),
 )}
 
 # DIALECT-5: each known implementation's dialect, policy by policy, with the package's defaults for

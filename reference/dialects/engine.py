@@ -3,7 +3,7 @@ it, instead of block by block.
 
 A serving engine looks a request's prefix up, allocates a slot for each block it computes, caches
 what it computed and frees the request's blocks when it finishes. The variation points
-REPLAY-DIALECT-4 to REPLAY-DIALECT-8 say how that differs from spec/replay.md's replay; they apply
+REPLAY-DIALECT-4 to REPLAY-DIALECT-9 say how that differs from spec/replay.md's replay; they apply
 to any LRU or FIFO dialect (EngineReplay runs one block by block within the request), and the
 engines' own caches (vllm.py, radix.py) are EngineCaches too.
 """
@@ -70,7 +70,7 @@ class EngineCache:
 
 @dataclass(slots=True, eq=False)
 class EngineReplay(EngineCache):
-    """An LRU or FIFO dialect run request by request (REPLAY-DIALECT-4 to REPLAY-DIALECT-8): within
+    """An LRU or FIFO dialect run request by request (REPLAY-DIALECT-4 to REPLAY-DIALECT-9): within
     a request, each block it caches is accessed in order, as REPLAY-ACCESS-1 says."""
 
     cache: DialectLRU | DialectFIFO

@@ -169,12 +169,12 @@ class RadixCache(EngineCache):
         free = self.capacity - len(self.resident)
         if needed > free:
             self.evict(needed - free)
-        for node in path:
-            node.locked = False
         whole = blocks[:cached_blocks(len(blocks), input_length, self.block_size, self.dialect)]
         before = len(self.resident)
         if whole:
             self.insert(whole)
             self.walk(whole)
+        for node in path:
+            node.locked = False  # the request ends
         return len(self.resident) - before
 
