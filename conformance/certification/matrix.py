@@ -136,7 +136,7 @@ def dialect_section(c: Certified, spec: str) -> str:
             continue
         found = verdict.found
         if found is None or found.dialect is None:
-            lines += [f"{verdict.policy}: no set of variation points of spec/dialects.md explains it"
+            lines += [f"{verdict.policy}: the search found no set of variation points of spec/dialects.md that explains it"
                       f"{'' if found is None else f' (searched from {found.failing_examples} failing examples)'}; the report's first "
                       "failure is where it departs from the spec.", ""]
             continue

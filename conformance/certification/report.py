@@ -318,7 +318,8 @@ def found_line(found: FoundDialect) -> str:
     if found.dialect == []:
         return f"It conforms to the canonical spec, which was certified again ({cost})."
     if found.dialect is None:
-        return f"No set of variation points of spec/dialects.md explains it ({cost}); its first failure is where it departs from the spec."
+        return (f"The search found no set of variation points of spec/dialects.md that explains it ({cost}; the search is greedy, so "
+                "one may exist that it did not reach); its first failure is where it departs from the spec.")
     return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect, "
             f"agreeing on all {found.examples_agreed} examples of its last certification ({cost}).")
 
