@@ -106,3 +106,17 @@ def test_keep_going_replays_an_engine_dialect_to_the_end(tmp_path: Path) -> None
     assert run.returncode == 3 and report["diverged_requests"] > 0 and report["requests"] == 300
     assert (report["implementation"]["total_hit_tokens"], report["implementation"]["final_cache_blocks"]) == (
         alone["total_hit_tokens"], alone["final_cache_blocks"])
+
+
+def test_FIX_12_verify_skips_the_cases_past_the_bounds_an_engine_can_build(tmp_path: Path) -> None:
+    """FIX-12: `fixtures verify --max-capacity --max-block-size` skips the replay cases of a larger
+    pool, saying which bound each is past, and replays the rest: vLLM's model through vLLM's
+    dialect corpus, every case replayed passing."""
+    corpus = tmp_path / "vllm"
+    kvspec("fixtures", "generate", "--dialect", "vllm", str(corpus), contracts="0")
+    run = kvspec("fixtures", "verify", str(corpus), "--adapter", f"python:{ENGINE_MODELS / 'vllm_model.py'}:adapter", "--max-capacity", "65536",
+                 "--max-block-size", "65536", "--output", str(tmp_path / "out.json"), contracts="0")
+    results = json.loads((tmp_path / "out.json").read_text())
+    skipped = [r for r in results if r["verdict"] == "skip"]
+    assert run.returncode == 0 and skipped and all("is past --max-" in r["detail"] for r in skipped)
+    assert {r["verdict"] for r in results} == {"pass", "skip"}

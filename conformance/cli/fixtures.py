@@ -9,7 +9,7 @@ from typing import Any
 
 from kvspec.adapters import Implementation
 from kvspec.conformance.cli import maintainers
-from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand
+from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.core.output import written_whole
@@ -31,6 +31,10 @@ def add(commands: Any) -> None:
     replay_all.add_argument("--known-failures", metavar="FILE", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
     replay_all.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
                             help="verify only the cases of this policy (repeatable; default: every case; FIX-12)")
+    replay_all.add_argument("--max-capacity", metavar="COUNT", type=typed(int, "REPLAY-CONF-1", "the largest capacity must be an integer"),
+                            help="skip the replay cases of a larger capacity, for an engine that builds its whole pool at once (FIX-12)")
+    replay_all.add_argument("--max-block-size", metavar="COUNT", type=typed(int, "REPLAY-CONF-2", "the largest block_size must be an integer"),
+                            help="skip the replay cases of a larger block size (FIX-12)")
     add_output(replay_all, "also write every case's verdict as JSON here")
     replay_all.set_defaults(handler=run_fixtures_verify)
 
@@ -54,7 +58,7 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
 
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     try:
-        results = verify(directory, implementation, known, advance, args.policies or ())
+        results = verify(directory, implementation, known, advance, args.policies or (), (args.max_capacity, args.max_block_size))
         unless_interrupted()
     finally:
         progress.close()
