@@ -14,6 +14,7 @@ import selectors
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -338,6 +339,10 @@ class ProcessAdapter:
         self.close()
 
     def __del__(self) -> None:
+        # At interpreter shutdown a reader thread may hold its stream's lock for good: closing the
+        # stream then aborts the interpreter, and the process group is killed by the OS anyway.
+        if sys.is_finalizing():
+            return
         if getattr(self, "process", None) is not None and not getattr(self, "_closed", True):
             self._closed = True
             self._kill()

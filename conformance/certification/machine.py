@@ -73,14 +73,16 @@ def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = Fals
         freqs = st.just(pins.max_freq)
     # 6 first: the smallest S3FIFO cache at the first ratio, 0.1, so that shrinking leads to a valid one.
     capacities = now_and_then(st.sampled_from([6, 1, 2, 3, 5, 7, 10, 11, 15, 25]) | st.integers(1, 48), WIDE_COUNTS, WIDE)
-    return st.builds(
+    configs = st.builds(
         AdapterConfig,
         policy=st.just(policy),
         capacity=capacities,
         block_size=now_and_then(st.sampled_from([1, 4, 16, 512]), WIDE_BLOCK_SIZES, WIDE),
         small_ratio=ratios,
         max_freq=freqs,
-    ).map(pins.bounded)
+    )
+    # without bounds, the strategy is left as it was, so that a seed still draws what it drew
+    return configs if pins.max_capacity is None and pins.max_block_size is None else configs.map(pins.bounded)
 
 
 # The probes: a few fixed configurations, each with its requests, that every run sends once, after
@@ -101,7 +103,7 @@ def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[P
         knobs["small_ratio"] = WIDE_RATIOS + NON_FINITE * non_finite
     if pins.max_freq is None:
         knobs["max_freq"] = WIDE_FREQS
-    offered = dict.fromkeys(Probe(pins.bounded(replace(base, **{knob: value}))) for knob, values in knobs.items() for value in values)
+    offered = [Probe(pins.bounded(replace(base, **{knob: value}))) for knob, values in knobs.items() for value in values]
     long = long_queues(policy, pins)
     return [*offered, *([long] if long is not None and pins.bounded(long.config) == long.config else [])]
 

@@ -118,14 +118,24 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
         lockstep.configure()
         result = replay(numbered(), config, path=path, server=lockstep, sink=sink)
     except Divergence as divergence:
-        return f"kvspec: {name} does not conform, at {at(divergence.request)}: {divergence}"
+        return ended(implementation, f"kvspec: {name} does not conform, at {at(divergence.request)}: {divergence}")
     except AdapterFailure as failure:
-        return f"kvspec: {name} does not conform, at {at(read[0])}: {failure.clause}: {failure}"
+        return ended(implementation, f"kvspec: {name} does not conform, at {at(read[0])}: {failure.clause}: {failure}")
     try:
         implementation.close()
     except AdapterFailure as failure:
         return f"kvspec: {name} does not conform, at its stop: {failure.clause}: {failure}"
     return result
+
+
+def ended(implementation: Implementation, verdict: str) -> str:
+    """The verdict, once the implementation is stopped: its process, if it has one, ends before
+    kvspec does, whatever it answers to stop (the verdict is already made)."""
+    try:
+        implementation.close()
+    except AdapterFailure:
+        pass
+    return verdict
 
 
 def run_keep_going(args: argparse.Namespace, trace: TraceFile, config: ReplayConfig) -> int:
