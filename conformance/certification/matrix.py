@@ -82,7 +82,7 @@ def found_text(verdict: PolicyVerdict) -> str:
     if found is None:
         return "not searched"
     cost = f" ({found.certifications} certifications, {found.seconds:.0f} s)"
-    return ("none explains it" if found.dialect is None else ", ".join(found.dialect)) + cost
+    return ("the search found none" if found.dialect is None else ", ".join(found.dialect)) + cost
 
 
 def dialect_verdict(c: Certified, policy: str) -> str:
