@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CERTIFICATIONS = ROOT / "docs" / "certifications"
 FOLDERS = sorted(p.parent.name for p in CERTIFICATIONS.glob("*/report.json"))
 # An engine's dialect of one policy is named by the policy too (sglang-lru, ...): no folder of its own.
-ALIASES = {name for name in KNOWN_DIALECTS if name.rsplit("-", 1)[0] in KNOWN_DIALECTS and name.rsplit("-", 1)[1] in ("lru", "fifo")}
+ALIASES = {name for name in KNOWN_DIALECTS if name.rpartition("-")[0] in KNOWN_DIALECTS and name.rpartition("-")[2] in ("lru", "fifo")}
 # SGLang's server default, checked against the real cache by docs/certifications/sglang/check_unified.py, has no adapter (F-21).
 UNCERTIFIED = {"sglang-unified"}
 # Where the greedy search stops short of the named dialect (DIALECT-8; the README says so); the
