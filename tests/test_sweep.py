@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engines import sglang_model, vllm_model
 
+from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.cli.sweep import ablated_traces
 from kvspec.conformance.measurement import sweep as measurement
 from kvspec.conformance.measurement.offline_optimum import offline_optima
@@ -224,3 +226,22 @@ def test_the_sweep_plot_names_its_dialect(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(measurement, "save", lambda figure, path: figures.append(figure))
     measurement.plot(result, tmp_path / "p.png")
     assert figures[0].axes[0].get_title().endswith("\nwith promote-at-2")
+
+
+def test_DIALECT_5_beside_adds_each_policy_of_each_engine_as_its_model_replays_it(tmp_path: Path) -> None:
+    """--beside vllm --beside sglang: after the canonical points, vLLM's LRU and SGLang's LRU and
+    FIFO at each capacity, each point named by its dialect and replayed in it; their hit tokens and
+    resident counts are what the engines' independent models (tests/engines/) give on the trace."""
+    trace = TraceFile(small_trace(tmp_path / "t.jsonl"))
+    result = sweep(lambda label: trace.records(), trace.path, ReplayConfig(block_size=4), ["lru"], [2, 4], beside=["vllm", "sglang"])
+    beside = [(p.beside, p.result.policy, p.result.cache_capacity_blocks) for p in result.points if p.beside is not None]
+    assert beside == [("vllm", "lru", 2), ("vllm", "lru", 4), ("sglang", "lru", 2), ("sglang", "lru", 4), ("sglang", "fifo", 2), ("sglang", "fifo", 4)]
+    for point in result.points[2:]:
+        model = (vllm_model if point.beside == "vllm" else sglang_model).adapter()
+        model.configure(AdapterConfig(point.result.policy, point.result.cache_capacity_blocks, 4))  # type: ignore[arg-type]
+        hits = 0
+        for hashes, length in REQUESTS:
+            hits += model.hit_tokens(hashes, length)
+            model.access(hashes, input_length=length)
+        assert (point.result.total_hit_tokens, point.result.final_cache_blocks) == (hits, model.resident_count()), point.beside
+        assert point.result.dialect == [v for v in VARIATIONS if v in KNOWN_DIALECTS[point.beside][point.result.policy]]

@@ -26,6 +26,7 @@ from kvspec.conformance.cli.arguments import (
 )
 from kvspec.conformance.measurement.sweep import DEFAULT_CAPACITIES, Ablation, ablate, plot, plot_ablation, sweep
 from kvspec.reference import POLICIES, KvspecError, TraceFile, bundled_trace_path
+from kvspec.reference.dialects import KNOWN_DIALECTS
 
 
 def add(commands: Any) -> None:
@@ -42,6 +43,9 @@ def add(commands: Any) -> None:
     add_capacity(many, True, f"a cache capacity in blocks (repeatable; default: {', '.join(map(str, DEFAULT_CAPACITIES))})")
     add_config(many)
     add_dialect(many, "replay every policy in")
+    many.add_argument("--beside", metavar="DIALECT", action="append", choices=sorted(KNOWN_DIALECTS), default=[],
+                      help="also replay each policy of this known dialect, beside the others (repeatable; e.g. the engines: vllm, "
+                           "sglang, lmcache)")
     many.add_argument("--ablate", action="store_true",
                       help="replay S3FIFO with each variation point of spec/dialects.md alone (with those it requires) and in each known "
                            "implementation's dialect, beside the canonical policy (no --policy, --dialect or --variation)")
@@ -67,6 +71,7 @@ def run_sweep(args: argparse.Namespace) -> None:
         dialects=dialects,
         dialect=args.dialect,
         variations=args.variation,
+        beside=args.beside,
     )
     if args.plot is not None:
         plot(result, args.plot)
@@ -93,7 +98,7 @@ def ablated_traces(given: str | None) -> list[TraceFile]:
 
 
 def run_ablation(args: argparse.Namespace) -> None:
-    options = (("--policy", args.policies), ("--dialect", args.dialect), ("--variation", args.variation))
+    options = (("--policy", args.policies), ("--dialect", args.dialect), ("--variation", args.variation), ("--beside", args.beside))
     given = [option for option, value in options if value]
     if given:
         raise KvspecError(f"--ablate replays every S3FIFO variation point and known dialect on its own; it takes no {given[0]}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
-from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, figure, on_trace, save
+from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
@@ -174,17 +174,10 @@ def ceiling_text(rate: float, result: TraceComparison) -> str:
     return f"{rate:.2%}" if result.sides and result.sides[0].prompt_tokens else "n/a"
 
 
-# One dash per dialect, in the order asked for, six told apart (the five engines' take the first
-# five, their LRUs the first, second and fourth); the policy's colour and marker, hollow.
-DIALECT_LINES = ("--", ":", "-.", (0, (10, 3)), (0, (5, 1, 1, 1, 1, 1)), (0, (3, 1, 3, 1, 1, 1)))
-
-
 def dialect_styles(result: TraceComparison) -> dict[tuple[str, str], dict[str, object]]:
     """Each (dialect, policy) line's style: its policy's colour and marker, its dialect's dash, its name in the legend."""
     names = list(dict.fromkeys(d.dialect for d in result.dialect_sides))
-    return {(d.dialect, d.side.policy): {**POLICY_STYLES[d.side.policy], "linestyle": DIALECT_LINES[names.index(d.dialect) % len(DIALECT_LINES)],
-                                         "markerfacecolor": "none", "label": f"{POLICY_STYLES[d.side.policy]['label']} ({d.dialect})"}
-            for d in result.dialect_sides}
+    return {(d.dialect, d.side.policy): dialect_style(d.side.policy, d.dialect, names.index(d.dialect)) for d in result.dialect_sides}
 
 
 def plot_trace(result: TraceComparison, path: Path) -> None:

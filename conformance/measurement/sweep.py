@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
-from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, figure, on_trace, save
+from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, TraceRecord, make_policy, replay
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
@@ -25,6 +25,7 @@ class SweepPoint(BaseModel):
 
     hit_rate: float
     result: ReplayResult
+    beside: str | None = Field(None, description="the known dialect (--beside) this point was replayed in, beside the others; else absent")
 
 
 class Sweep(BaseModel):
@@ -59,19 +60,24 @@ def sweep(
     dialects: Mapping[str, Dialect] | None = None,
     dialect: str | None = None,
     variations: Sequence[str] = (),
+    beside: Sequence[str] = (),
 ) -> Sweep:
     """Replay the trace once per policy and capacity, in that order, once without eviction, and
     once through the offline optimum at every capacity.
 
     ``records(label)`` opens a fresh stream of the trace for the replay ``label`` names. Each
     policy is replayed in its dialect in ``dialects`` (canonical where it has none), which
-    --dialect ``dialect`` and --variation ``variations`` named. Every configuration is validated
+    --dialect ``dialect`` and --variation ``variations`` named; then each policy of each known
+    dialect ``beside`` names, in that dialect (DIALECT-5). Every configuration is validated
     before the first replay, so that a bad one (a capacity that gives S3FIFO no small queue,
     S3-CONF-5) fails at once, not after minutes of work.
     """
     chosen = dialects or {}
     configs = [replace(base, policy=policy, capacity=capacity, dialect=chosen.get(policy, CANONICAL))  # type: ignore[arg-type]
                for policy in policies for capacity in capacities]
+    named = [(name, policy) for name in beside for policy in KNOWN_DIALECTS[name]]
+    configs += [replace(base, policy=policy, capacity=capacity, dialect=dialect_for(policy, name))  # type: ignore[arg-type]
+                for name, policy in named for capacity in capacities]
     for config in configs:
         make_policy(config)
     # An LRU as large as any trace can fill never evicts: its hits are every reuse there is.
@@ -87,7 +93,8 @@ def sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
         offline_optimum=optima,
-        points=[SweepPoint(hit_rate=hit_rate(result), result=result) for result in points],
+        points=[SweepPoint(hit_rate=hit_rate(result), result=result, beside=None if n < len(policies) * len(capacities)
+                           else named[(n - len(policies) * len(capacities)) // len(capacities)][0]) for n, result in enumerate(points)],
         dialect=dialect,
         variations=list(variations) or None,
     )
@@ -97,10 +104,12 @@ def plot(result: Sweep, path: Path) -> None:
     """Hit rate against capacity, one line per policy, under the offline optimum and the hit rate
     of a cache that never evicts; written whole to ``path`` (PNG, SVG or PDF)."""
     drawn, axes = figure()
-    policies = dict.fromkeys(point.result.policy for point in result.points)
-    for policy in policies:
-        points = [p for p in result.points if p.result.policy == policy]
-        axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **POLICY_STYLES[policy])
+    lines = dict.fromkeys((point.beside, point.result.policy) for point in result.points)
+    named = list(dict.fromkeys(name for name, _ in lines if name is not None))
+    for name, policy in lines:
+        points = [p for p in result.points if (p.beside, p.result.policy) == (name, policy)]
+        style = POLICY_STYLES[policy] if name is None else dialect_style(policy, name, named.index(name))
+        axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **style)
     optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
     axes.plot([o.cache_capacity_blocks for o in optima], [100 * o.hit_rate for o in optima], **OFFLINE_OPTIMUM)
     ceiling = 100 * result.unbounded_hit_rate
@@ -114,7 +123,7 @@ def plot(result: Sweep, path: Path) -> None:
     axes.set_ylim(bottom=0)
     axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}{in_dialect(result)}")
     axes.grid(True, which="major", alpha=0.3)
-    axes.legend()
+    axes.legend(fontsize="small" if named else None)
     save(drawn, path)
 
 
