@@ -104,8 +104,9 @@ class EngineReplay(EngineCache):
             return self.touch_then_store(blocks[:k], blocks[k:cached])
         stored = 0
         for h in blocks[:cached]:
-            stored += not cache.is_resident(h)
+            was_resident = cache.is_resident(h)
             cache.access(h)
+            stored += not was_resident and cache.is_resident(h)  # not when every block was pinned (REPLAY-DIALECT-6)
             if "pin-request" in dialect and cache.is_resident(h):
                 cache.protected.add(h)  # REPLAY-DIALECT-6: the request's own admissions never evict it
         if cached < len(blocks) and "partial-block-slot" in dialect:
