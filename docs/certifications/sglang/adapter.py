@@ -91,26 +91,19 @@ class SGLangRadixCache:
             raise ConfigRefused("SGLang's RadixCache is certified here with its LRU and FIFO eviction policies")
         if config.capacity < 1 or config.block_size < 1:
             raise ConfigRefused("a pool needs at least one page of at least one token")
-        page, allocator = config.block_size, self.pools(config)
-        self.cache = RadixCache(
-            CacheInitParams(
-                disable=False,
-                req_to_token_pool=self.req_to_token_pool,
-                token_to_kv_pool_allocator=allocator,
-                page_size=page,
-                eviction_policy=config.policy,
-            )
-        )
+        self.cache = RadixCache(self.params(config))
         self.config = config
 
-    def pools(self, config: AdapterConfig) -> "TokenToKVPoolAllocator | PagedTokenToKVPoolAllocator":
-        """SGLang's own pools for ``config``: its token allocator (paged above one token a page) of
-        capacity pages, and a request-to-token pool for the one request at a time."""
+    def params(self, config: AdapterConfig, **more: object) -> CacheInitParams:
+        """A tree cache's parameters for ``config`` over SGLang's own pools: its token allocator
+        (paged above one token a page) of capacity pages, and a request-to-token pool for the one
+        request at a time; ``more`` for a cache that takes more."""
         page, tokens = config.block_size, config.capacity * config.block_size
         self.req_to_token_pool = ReqToTokenPool(size=1, max_context_len=tokens, device=DEVICE, enable_memory_saver=False)
-        if page == 1:
-            return TokenToKVPoolAllocator(tokens, torch.float16, DEVICE, None, need_sort=False)
-        return PagedTokenToKVPoolAllocator(tokens, page, torch.float16, DEVICE, None, need_sort=False)
+        allocator = (TokenToKVPoolAllocator(tokens, torch.float16, DEVICE, None, need_sort=False) if page == 1
+                     else PagedTokenToKVPoolAllocator(tokens, page, torch.float16, DEVICE, None, need_sort=False))
+        return CacheInitParams(disable=False, req_to_token_pool=self.req_to_token_pool, token_to_kv_pool_allocator=allocator,
+                               page_size=page, eviction_policy=config.policy, **more)
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         config, cache = self.configured()

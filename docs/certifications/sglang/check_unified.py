@@ -20,7 +20,6 @@ import sys
 
 from adapter import SGLangRadixCache
 from check_model import random_requests, trace
-from sglang.srt.mem_cache.cache_init_params import CacheInitParams
 from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 from sglang_model import SGLangModel
@@ -36,18 +35,7 @@ class SGLangUnified(SGLangRadixCache):
         self.tree_core = tree_core
 
     def configure(self, config: AdapterConfig) -> None:
-        page, allocator = config.block_size, self.pools(config)
-        self.cache = UnifiedRadixCache(
-            CacheInitParams(
-                disable=False,
-                req_to_token_pool=self.req_to_token_pool,
-                token_to_kv_pool_allocator=allocator,
-                page_size=page,
-                eviction_policy=config.policy,
-                tree_components=(ComponentType.FULL,),
-                tree_core_backend=self.tree_core,
-            )
-        )
+        self.cache = UnifiedRadixCache(self.params(config, tree_components=(ComponentType.FULL,), tree_core_backend=self.tree_core))
         self.config = config
 
     def resident_count(self) -> int:
