@@ -162,6 +162,31 @@ def add_adapter(command: argparse.ArgumentParser, required: bool, help: str) -> 
                          help=f"seconds it has to answer start, or an in-process factory to return (default {START_TIMEOUT:g})")
 
 
+def job_count(text: str) -> int | None:
+    """--jobs: a positive number of processes, or auto (None: one per processor)."""
+    if text == "auto":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a positive integer or auto, not {text!r}")
+    return count
+
+
+def add_jobs(command: argparse.ArgumentParser, what: str) -> None:
+    """--jobs and --scheduler: where a command's independent jobs run (conformance/core/parallel.py).
+    Either way the output is the same as one after another."""
+    where = command.add_mutually_exclusive_group()
+    where.add_argument("--jobs", metavar="N", type=job_count, default=1,
+                       help=f"run {what} in N local processes side by side (auto: one per processor; default 1: one after another, "
+                            "in this process); the output is the same")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help=f"run {what} as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://host:port; needs "
+                            "kvspec[cluster]); every worker must run this kvspec and see each file at the path given (docs/scaling.md)")
+
+
 def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str,
                   more: Callable[[], str] = lambda: "") -> Iterator[tuple[int, TraceRecord]]:
     """The records, with a progress line: the requests read, and ``more`` after them."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from kvspec.conformance.cli.arguments import (
     add_dialect,
+    add_jobs,
     add_output,
     add_plot,
     add_trace,
@@ -15,7 +16,6 @@ from kvspec.conformance.cli.arguments import (
     read_once_only,
     subcommand,
     typed,
-    with_progress,
 )
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.measurement import comparison
@@ -51,6 +51,7 @@ def add(commands: Any) -> None:
     add_dialect(versus, "with TRACE: replay S3FIFO, LRU and FIFO also in", repeatable=True)
     add_plot(versus, "the comparison")
     add_output(versus, "also write the rows as JSON here")
+    add_jobs(versus, "the replays of TRACE")
     versus.set_defaults(handler=run_compare)
 
 
@@ -63,15 +64,20 @@ def run_compare(args: argparse.Namespace) -> None:
         dialects = dialect_policies(args)  # DIALECT-2 to DIALECT-5, before any replay
         read_once_only(args.trace, "compare")
         trace = open_trace(args.trace)
-        records = lambda label: with_progress(trace, trace.records(), label)  # noqa: E731
-        result: comparison.Comparison | comparison.TraceComparison = comparison.run_trace(
-            records, trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES), dialects=dialects)
+        from kvspec.conformance.cli.jobs import job_workers, trace_records
+
+        with job_workers(args) as workers:
+            result: comparison.Comparison | comparison.TraceComparison = comparison.run_trace(
+                trace_records(trace, workers), trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES), dialects=dialects,
+                run=workers.run)
         print(comparison.trace_table(result))
     else:
         if args.dialect or args.variation:
             raise KvspecError("--dialect and --variation replay a Mooncake trace's block policies in a dialect; they need a TRACE")
         if len(capacities) > 1:
             raise KvspecError("BEN-CMP-1: the seeded traces take one --capacity-bytes (several need a TRACE)")
+        if args.jobs != 1 or args.scheduler:
+            raise KvspecError("--jobs and --scheduler run a Mooncake trace's replays side by side; they need a TRACE")
         result = comparison.run(capacities[0] if capacities else None)
         print(comparison.table(result))
     if args.output is not None:

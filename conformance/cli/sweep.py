@@ -11,6 +11,7 @@ from kvspec.conformance.cli.arguments import (
     add_capacity,
     add_config,
     add_dialect,
+    add_jobs,
     add_output,
     add_plot,
     add_trace,
@@ -21,7 +22,6 @@ from kvspec.conformance.cli.arguments import (
     read_once_only,
     subcommand,
     summary,
-    with_progress,
     write_json,
 )
 from kvspec.conformance.measurement.sweep import DEFAULT_CAPACITIES, Ablation, ablate, plot, plot_ablation, sweep
@@ -51,6 +51,7 @@ def add(commands: Any) -> None:
                            "implementation's dialect, beside the canonical policy (no --policy, --dialect or --variation)")
     add_output(many, "write the JSON here instead of stdout")
     add_plot(many, "hit rate against capacity (with --ablate: each dialect's difference from the canonical hit rate)")
+    add_jobs(many, "the replays")
     many.set_defaults(handler=run_sweep)
 
 
@@ -62,17 +63,21 @@ def run_sweep(args: argparse.Namespace) -> None:
     trace = open_trace(args.trace)
     policies = args.policies or default_policies(args)
     dialects = {policy: dialect_of(args, policy) for policy in policies}  # DIALECT-2 to DIALECT-5, before any replay
-    result = sweep(
-        lambda label: with_progress(trace, trace.records(), label),
-        trace.path,
-        base_config(args),
-        policies,
-        args.capacities or list(DEFAULT_CAPACITIES),
-        dialects=dialects,
-        dialect=args.dialect,
-        variations=args.variation,
-        beside=args.beside,
-    )
+    from kvspec.conformance.cli.jobs import job_workers, trace_records
+
+    with job_workers(args) as workers:
+        result = sweep(
+            trace_records(trace, workers),
+            trace.path,
+            base_config(args),
+            policies,
+            args.capacities or list(DEFAULT_CAPACITIES),
+            dialects=dialects,
+            dialect=args.dialect,
+            variations=args.variation,
+            beside=args.beside,
+            run=workers.run,
+        )
     if args.plot is not None:
         plot(result, args.plot)
     write_json(result, args.output)
@@ -104,8 +109,11 @@ def run_ablation(args: argparse.Namespace) -> None:
         raise KvspecError(f"--ablate replays every S3FIFO variation point and known dialect on its own; it takes no {given[0]}")
     read_once_only(args.trace, "sweep --ablate")
     traces = ablated_traces(args.trace)
-    result = ablate([(trace.path, lambda label, trace=trace: with_progress(trace, trace.records(), label)) for trace in traces],
-                    base_config(args), args.capacities or list(DEFAULT_CAPACITIES))
+    from kvspec.conformance.cli.jobs import job_workers, trace_records
+
+    with job_workers(args) as workers:
+        result = ablate([(trace.path, trace_records(trace, workers)) for trace in traces], base_config(args),
+                        args.capacities or list(DEFAULT_CAPACITIES), workers.run)
     if args.plot is not None:
         plot_ablation(result, args.plot)
     write_json(result, args.output)

@@ -5,18 +5,19 @@ in the dialects asked for (spec/dialects.md), the offline optimum and a cache th
 as a table, JSON and a plot."""
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
 from kvspec.reference.dialects import Dialect, in_catalogue_order
-from kvspec.reference.trace import TraceRecord
 from kvspec.reference.validation import INT64_MAX
 
 
@@ -107,28 +108,34 @@ class TraceComparison(BaseModel):
 DialectPolicies = tuple[str, Mapping[str, Dialect]]
 
 
-def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path: str, capacities: list[int],
-              block_size: int = 512, model: Model = Model(), dialects: Sequence[DialectPolicies] = ()) -> TraceComparison:
+def run_trace(records: Records, path: str, capacities: list[int], block_size: int = 512, model: Model = Model(),
+              dialects: Sequence[DialectPolicies] = (), run: Run = in_turn) -> TraceComparison:
     """Every policy of BEN-PREFIX-6 at every capacity, then each of ``dialects``' policies, then the
-    offline optimum and a cache that never evicts from one more reading; ``records(label)`` reads the trace afresh."""
+    offline optimum and a cache that never evicts from one more reading; ``records(label)`` reads the
+    trace afresh. Each replay is an independent job, which ``run`` runs as kvspec sweep's (conformance/core/parallel.py)."""
     capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
-    sides = []
-    dialect_sides = []
+    jobs: list[TraceJob[Any]] = []
+    dialect_of: list[tuple[str, Dialect] | None] = []  # each replay's dialect, as asked for; None for the canonical sides
     for capacity in capacities:
         for policy in PREFIX_POLICIES:
             label = f"{Path(path).name}, {policy} at {capacity / GIB:g} GiB"
             if policy == "benefit":
-                sides.append(replay_benefit(records(label), capacity, block_size, model, path))
+                jobs.append(TraceJob(label, replay_benefit, records, (capacity, block_size, model, path)))
             else:
-                sides.append(replay_blocks(records(label), policy, capacity, block_size, model, path))
+                jobs.append(TraceJob(label, replay_blocks, records, (policy, capacity, block_size, model, path)))
+            dialect_of.append(None)
         for name, policies in dialects:
             for policy, dialect in policies.items():
                 label = f"{Path(path).name}, {policy} in {name} at {capacity / GIB:g} GiB"
-                side = replay_blocks(records(label), policy, capacity, block_size, model, path, dialect)
-                dialect_sides.append(DialectSide(dialect=name, variations=in_catalogue_order(dialect), side=side))
+                jobs.append(TraceJob(label, replay_blocks, records, (policy, capacity, block_size, model, path, dialect)))
+                dialect_of.append((name, dialect))
     blocks = [capacity // model.block_bytes(block_size) for capacity in capacities]
-    *optima, never_evicts = offline_optima(records(f"{Path(path).name}, the offline optimum and a cache that never evicts"),
-                                           [*blocks, INT64_MAX], block_size, path)
+    jobs.append(TraceJob(f"{Path(path).name}, the offline optimum and a cache that never evicts", offline_optima, records,
+                         ([*blocks, INT64_MAX], block_size, path)))
+    *replays, (*optima, never_evicts) = run(jobs)
+    sides = [side for side, asked in zip(replays, dialect_of, strict=True) if asked is None]
+    dialect_sides = [DialectSide(dialect=asked[0], variations=in_catalogue_order(asked[1]), side=side)
+                     for side, asked in zip(replays, dialect_of, strict=True) if asked is not None]
     return TraceComparison(trace=Path(path).name, model=model.name, block_size=block_size, block_bytes=model.block_bytes(block_size),
                            unbounded_hit_rate=never_evicts.hit_rate, offline_optimum=optima, sides=sides, dialect_sides=dialect_sides)
 

@@ -2,16 +2,18 @@
 of them; and the ablation of S3FIFO's variation points (spec/dialects.md): each alone on the
 canonical policy, and each known implementation's dialect whole, beside the canonical policy."""
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, replayed
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
-from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, TraceRecord, make_policy, replay
+from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
@@ -51,7 +53,7 @@ def hit_rate(result: ReplayResult) -> float:
 
 
 def sweep(
-    records: Callable[[str], Iterable[tuple[int, TraceRecord]]],
+    records: Records,
     path: str,
     base: ReplayConfig,
     policies: Sequence[str],
@@ -61,16 +63,18 @@ def sweep(
     dialect: str | None = None,
     variations: Sequence[str] = (),
     beside: Sequence[str] = (),
+    run: Run = in_turn,
 ) -> Sweep:
     """Replay the trace once per policy and capacity, in that order, once without eviction, and
-    once through the offline optimum at every capacity.
+    once through the offline optimum at every capacity: each an independent job, which ``run``
+    runs (one after another by default, or side by side; the results in this order either way).
 
-    ``records(label)`` opens a fresh stream of the trace for the replay ``label`` names. Each
-    policy is replayed in its dialect in ``dialects`` (canonical where it has none), which
-    --dialect ``dialect`` and --variation ``variations`` named; then each policy of each known
-    dialect ``beside`` names, in that dialect (DIALECT-5). Every configuration is validated
-    before the first replay, so that a bad one (a capacity that gives S3FIFO no small queue,
-    S3-CONF-5) fails at once, not after minutes of work.
+    ``records(label)`` opens a fresh stream of the trace for the replay ``label`` names (picklable
+    where ``run`` sends jobs to other processes). Each policy is replayed in its dialect in
+    ``dialects`` (canonical where it has none), which --dialect ``dialect`` and --variation
+    ``variations`` named; then each policy of each known dialect ``beside`` names, in that dialect
+    (DIALECT-5). Every configuration is validated before the first replay, so that a bad one (a
+    capacity that gives S3FIFO no small queue, S3-CONF-5) fails at once, not after minutes of work.
     """
     chosen = dialects or {}
     configs = [replace(base, policy=policy, capacity=capacity, dialect=chosen.get(policy, CANONICAL))  # type: ignore[arg-type]
@@ -83,12 +87,13 @@ def sweep(
     # An LRU as large as any trace can fill never evicts: its hits are every reuse there is.
     configs.append(replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL))
     total = len(configs) + 1
-    results = []
+    jobs: list[TraceJob[Any]] = []
     for number, config in enumerate(configs, start=1):
         what = "a cache that never evicts" if number == len(configs) else f"{config.policy} at {config.capacity:,} blocks"
-        results.append(replay(records(f"[{number}/{total}] {what}"), config, path=path))
-    *points, ceiling = results
-    optima = offline_optima(records(f"[{total}/{total}] the offline optimum (Belady's MIN) at every capacity"), capacities, base.block_size, path)
+        jobs.append(TraceJob(f"[{number}/{total}] {what}", replayed, records, (config, path)))
+    jobs.append(TraceJob(f"[{total}/{total}] the offline optimum (Belady's MIN) at every capacity", offline_optima, records,
+                         (list(capacities), base.block_size, path)))
+    *points, ceiling, optima = run(jobs)
     return Sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
@@ -211,12 +216,10 @@ def refusal(config: ReplayConfig) -> str | None:
     return None
 
 
-Records = Callable[[str], Iterable[tuple[int, TraceRecord]]]
-
-
-def ablate(traces: Sequence[tuple[str, Records]], base: ReplayConfig, capacities: Sequence[int]) -> Ablation:
+def ablate(traces: Sequence[tuple[str, Records]], base: ReplayConfig, capacities: Sequence[int], run: Run = in_turn) -> Ablation:
     """Replay each trace (its path, and ``records(label)`` as sweep takes it) once per row of
-    ablated_dialects and capacity, and once without eviction.
+    ablated_dialects and capacity, and once without eviction: each an independent job, which
+    ``run`` runs as sweep's.
 
     Every configuration is checked before the first replay: the canonical policy must accept each
     capacity (or its ConfigError is raised); a dialect that refuses one (max-freq-min-1 refuses
@@ -227,27 +230,26 @@ def ablate(traces: Sequence[tuple[str, Records]], base: ReplayConfig, capacities
     for config in configs[0]:
         make_policy(config)  # the canonical row: what every other is measured against
     refusals = [[refusal(config) for config in row] for row in configs]
-    total = len(traces) * (1 + sum(why is None for row in refusals for why in row))
-    done = 0
-
-    def replayed(path: str, records: Records, config: ReplayConfig, what: str) -> ReplayResult:
-        nonlocal done
-        done += 1
-        return replay(records(f"[{done}/{total}] {Path(path).name}: {what}"), config, path=path)
-
+    never_evicts = replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL)
+    # Per trace: each row's replayed configurations, then the cache that never evicts.
+    replayed_configs = [(f"{name} at {config.capacity:,} blocks", config) for (name, _, _), row, whys in zip(rows, configs, refusals, strict=True)
+                        for config, why in zip(row, whys, strict=True) if why is None]
+    replayed_configs.append(("a cache that never evicts", never_evicts))
+    total = len(traces) * len(replayed_configs)
+    jobs = [TraceJob(f"[{number}/{total}] {Path(path).name}: {what}", replayed, records, (config, path))
+            for number, ((path, records), (what, config)) in enumerate(itertools.product(traces, replayed_configs), start=1)]
+    results = iter(run(jobs))
     ablated = []
-    for path, records in traces:
-        results = [[None if why else replayed(path, records, config, f"{name} at {config.capacity:,} blocks")
-                    for config, why in zip(row, whys, strict=True)]
-                   for (name, _, _), row, whys in zip(rows, configs, refusals, strict=True)]
-        ceiling = replayed(path, records, replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL), "a cache that never evicts")
-        canonical = [hit_rate(result) for result in results[0] if result is not None]
+    for path, _ in traces:
+        replays = [[None if why else next(results) for why in whys] for whys in refusals]
+        ceiling = next(results)
+        canonical = [hit_rate(result) for result in replays[0] if result is not None]
         ablated.append(AblationTrace(
             trace=Path(path).name,
             unbounded_hit_rate=hit_rate(ceiling),
             rows=[ablation_row(name, kind, dialect, [ablation_point(capacity, why, result, rate)
                                                      for capacity, why, result, rate in zip(capacities, whys, row, canonical, strict=True)])
-                  for (name, kind, dialect), whys, row in zip(rows, refusals, results, strict=True)],
+                  for (name, kind, dialect), whys, row in zip(rows, refusals, replays, strict=True)],
         ))
     return Ablation(policy="s3fifo", block_size=base.block_size, small_ratio=base.small_ratio, max_freq=base.max_freq,
                     capacities=list(capacities), traces=ablated)

@@ -1,0 +1,261 @@
+"""Independent jobs (a replay of a trace, a certification) run one after another in this process
+(``--jobs 1``), in local worker processes (``--jobs N``) or on a Dask cluster (``--scheduler``);
+their results come back in the jobs' order whichever finishes first, so that what a command
+writes is the serial run's, byte for byte.
+
+A job is a picklable callable of no arguments with a ``label``: a module-level function's
+arguments, small. A trace travels as its path, which the worker opens itself (every worker must
+see the trace at that path), never as its records; a job's result is a replay's totals, not its
+requests.
+
+Every failure stays one line: a job's KvspecError is the worker's error; a worker that dies, a
+scheduler that cannot be reached or goes away, are KvspecErrors here. An interruption (SIGINT,
+SIGTERM) ends the local workers, each ending its implementations' processes first, and cancels
+the tasks on a cluster.
+"""
+
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from kvspec.adapters.process import kill_all
+from kvspec.reference import SPEC_VERSION, KvspecError, ReplayConfig, ReplayResult, TraceRecord, replay
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+T = TypeVar("T", covariant=True)
+CLUSTER_EXTRA = "pip install 'kvspec[cluster]'"
+
+
+class Job(Protocol[T]):
+    """What a worker runs: ``job()``; ``label`` says what it is, in progress lines and errors."""
+
+    label: str
+
+    def __call__(self) -> T: ...
+
+
+Finished = Callable[[int, int, str], None]  # the jobs done, of how many, the label of the last done
+
+
+def portable(job: Job[T]) -> T:
+    """``job()`` where a worker runs it. A KvspecError comes back as one with the same message:
+    its subclasses take other arguments than their message, which pickle cannot rebuild."""
+    try:
+        return job()
+    except KvspecError as error:
+        raise KvspecError(str(error)) from None
+
+
+Records = Callable[[str], Iterable[tuple[int, TraceRecord]]]  # a trace's records, read afresh for the job a label names
+
+
+@dataclass(frozen=True)
+class TraceJob(Generic[T]):
+    """``function(records(label), *arguments)``: a replay, or another reading of a trace, where
+    ``records`` opens the trace (a worker's, from its path)."""
+
+    label: str
+    function: Callable[..., T]
+    records: Records
+    arguments: tuple[Any, ...]
+
+    def __call__(self) -> T:
+        return self.function(self.records(self.label), *self.arguments)
+
+
+def replayed(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, path: str) -> ReplayResult:
+    """The reference's replay of ``config``, as a TraceJob's function."""
+    return replay(records, config, path=path)
+
+
+def in_turn(jobs: Sequence[Job[T]]) -> list[T]:
+    """Each job in turn, in this process, as kvspec always ran them (a job draws its own progress line)."""
+    return [job() for job in jobs]
+
+
+Run = Callable[[Sequence[Job[Any]]], list[Any]]  # the jobs run, their results in their order
+
+
+class InProcess:
+    """``--jobs 1``."""
+
+    in_process = True
+    run = staticmethod(in_turn)
+
+    def worker_path(self, path: str) -> str:
+        return path
+
+
+class Processes:
+    """``--jobs N``: N local worker processes, each job's progress told when it is done."""
+
+    in_process = False
+
+    def __init__(self, count: int, finished: Finished) -> None:
+        self.count = count
+        self.finished = finished
+
+    def worker_path(self, path: str) -> str:
+        """As given: a worker's working folder is this process's."""
+        return path
+
+    def run(self, jobs: Sequence[Job[T]]) -> list[T]:
+        results: list[Any] = [None] * len(jobs)
+        executor = ProcessPoolExecutor(min(self.count, len(jobs)) or 1, initializer=worker_signals)
+        pending: dict[Future[Any], int] = {}
+        try:
+            pending = {executor.submit(portable, job): number for number, job in enumerate(jobs)}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    number = pending.pop(future)
+                    results[number] = future.result()
+                    self.finished(len(jobs) - len(pending), len(jobs), jobs[number].label)
+        except BrokenProcessPool:
+            raise KvspecError("a worker process ended abruptly (killed, or out of memory?); nothing was written") from None
+        finally:
+            end(executor, pending)
+        return results
+
+
+def worker_signals() -> None:
+    """A local worker leaves SIGINT to kvspec (a terminal sends it to the whole process group; kvspec
+    then ends its workers), and on SIGTERM ends its implementations' processes, then itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, ended)
+
+
+def ended(signum: int, frame: object) -> None:
+    kill_all()
+    os._exit(128 + signum)
+
+
+def end(executor: ProcessPoolExecutor, pending: dict[Future[Any], int]) -> None:
+    """Shut the workers down: at once if jobs are left (an error, an interruption), each told to
+    end by SIGTERM; else once they are idle."""
+    if pending:
+        # The executor stops no running job (Python 3.14's terminate_workers does just this).
+        for process in list(getattr(executor, "_processes", {}).values()):
+            if process.is_alive():
+                process.terminate()
+    executor.shutdown(wait=True, cancel_futures=True)
+
+
+class Cluster:
+    """``--scheduler ADDRESS``: the jobs as tasks of a Dask cluster (dask.distributed), each told
+    when it is done. Its workers run kvspec of the same version, and see every trace and adapter at
+    the path given; a worker runs its tasks in its threads, so give it one thread per process
+    (``dask worker ADDRESS --nworkers N --nthreads 1``) for the jobs to run side by side."""
+
+    in_process = False
+
+    def __init__(self, address: str, finished: Finished) -> None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise KvspecError(f"--scheduler needs dask.distributed: {CLUSTER_EXTRA}") from None
+        self.address = address
+        self.finished = finished
+        self.client: Client | None = None
+
+    def connect(self) -> "Client":
+        """The client, connected at the first jobs: bad input is said before the cluster is sought."""
+        import logging
+
+        from distributed import Client
+
+        if self.client is None:
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)  # its failures are said here, in one line
+            try:
+                self.client = Client(self.address, set_as_default=False)
+            except (OSError, ValueError, TypeError) as error:
+                raise KvspecError(f"--scheduler {self.address}: cannot reach the scheduler: {first_line(error)}") from None
+            self.check_workers(self.client)
+        return self.client
+
+    def worker_path(self, path: str) -> str:
+        """The path a worker opens ``path`` by: absolute, its working folder being its own."""
+        return os.path.abspath(path)
+
+    def check_workers(self, client: "Client") -> None:
+        """Every worker runs this kvspec and spec: another version could give other results."""
+        here = installed()
+        try:
+            there = client.run(installed)
+        except Exception as error:  # noqa: BLE001 (whatever a worker without kvspec raises, said in one line)
+            raise KvspecError(f"--scheduler {self.address}: a worker cannot run kvspec: {first_line(error)}") from None
+        other = [(worker, found) for worker, found in there.items() if tuple(found) != here]
+        if other:
+            worker, (kvspec, spec) = other[0]
+            raise KvspecError(f"--scheduler {self.address}: worker {worker} runs kvspec {kvspec} (spec {spec}), not {here[0]} (spec {here[1]})")
+
+    def run(self, jobs: Sequence[Job[T]]) -> list[T]:
+        from distributed import KilledWorker, as_completed
+
+        client = self.connect()
+        results: list[Any] = [None] * len(jobs)
+        futures = [client.submit(portable, job, pure=False) for job in jobs]
+        numbers = {future.key: number for number, future in enumerate(futures)}
+        try:
+            for done, future in enumerate(as_completed(futures), start=1):
+                number = numbers[future.key]
+                results[number] = future.result()
+                self.finished(done, len(jobs), jobs[number].label)
+        except KilledWorker as error:
+            label = jobs[numbers[error.task]].label if error.task in numbers else error.task
+            raise KvspecError(f"--scheduler {self.address}: the workers died that ran {label}; nothing was written") from None
+        except (CancelledError, OSError, TimeoutError) as error:  # a comm closed is an OSError
+            raise KvspecError(f"--scheduler {self.address}: lost the cluster ({type(error).__name__}: {first_line(error)}); "
+                              "nothing was written") from None
+        finally:
+            client.cancel(futures)  # those not done, after an error or an interruption
+        return results
+
+    def close(self) -> None:
+        if self.client is None:
+            return
+        try:
+            self.client.close()
+        except (OSError, TimeoutError):
+            pass  # a scheduler already gone
+        self.client = None
+
+
+def installed() -> tuple[str, str]:
+    return version("kvspec"), SPEC_VERSION
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+Workers = InProcess | Processes | Cluster
+
+
+def cpu_count() -> int:
+    """The processors this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextmanager
+def workers(jobs: int | None, scheduler: str | None, finished: Finished) -> Iterator[Workers]:
+    """Where a command's jobs run: on the cluster at ``scheduler``, else in ``jobs`` processes
+    (None: one per processor; 1: this process, one job after another)."""
+    if scheduler is not None:
+        cluster = Cluster(scheduler, finished)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+        return
+    count = cpu_count() if jobs is None else jobs
+    yield InProcess() if count == 1 else Processes(count, finished)
