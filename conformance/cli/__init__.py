@@ -11,13 +11,13 @@ import signal
 import sys
 from importlib.metadata import version
 
-from kvspec.conformance.cli import certify, compare, fixtures, hunt, maintainers, replay, sweep
+from kvspec.conformance.cli import campaign, certify, compare, fixtures, hunt, maintainers, replay, sweep
 from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser
 from kvspec.conformance.cli.interruption import Interrupted, interrupted, unless_interrupted
 from kvspec.conformance.core.output import check_folder, check_output
 from kvspec.reference import SPEC_VERSION, KvspecError
 
-COMMANDS = (replay, sweep, compare, certify, fixtures, hunt, maintainers)  # in --help's order
+COMMANDS = (replay, sweep, compare, certify, campaign, fixtures, hunt, maintainers)  # in --help's order
 
 
 def build_parser() -> Parser:

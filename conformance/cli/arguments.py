@@ -181,7 +181,7 @@ def add_jobs(command: argparse.ArgumentParser, what: str) -> None:
     where = command.add_mutually_exclusive_group()
     where.add_argument("--jobs", metavar="N", type=job_count, default=1,
                        help=f"run {what} in N local processes side by side (auto: one per processor; default 1: one after another, "
-                            "in this process); the output is the same")
+                            "in this process); the results are the same")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help=f"run {what} as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://host:port; needs "
                             "kvspec[cluster]); every worker must run this kvspec and see each file at the path given (docs/scaling.md)")

@@ -2,27 +2,19 @@
 with a report (conformance/certification/)."""
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from kvspec.adapters import Implementation, Started
-from kvspec.adapters.interface import AdapterFailure
-from kvspec.conformance.certification.certify import PROFILES, Finding, Outcome, certify_policy
-from kvspec.conformance.certification.dialect_search import Search, described, find_dialect
-from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.report import (
-    build_report,
-    counterexample,
-    counterexample_file,
-    found_dialect,
-    found_line,
-    write_report,
-)
-from kvspec.conformance.cli.arguments import add_adapter, add_dialect, dialect_of, folder_path, subcommand, typed
+from kvspec.conformance.certification.certify import PROFILES
+from kvspec.conformance.certification.dialect_search import described
+from kvspec.conformance.certification.report import counterexample, counterexample_file, found_dialect, found_line, write_report
+from kvspec.conformance.cli.arguments import add_adapter, add_dialect, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.core.workloads import Pins
-from kvspec.reference import ALL_POLICIES, KvspecError
-from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS
+from kvspec.reference import ALL_POLICIES
 
+if TYPE_CHECKING:
+    from kvspec.conformance.certification.campaign import Certification, Certified
 
 def add(commands: Any) -> None:
     check = subcommand(
@@ -55,85 +47,40 @@ def add(commands: Any) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
+    from kvspec.conformance.certification.campaign import Certification, report_of
+
     pins = Pins(args.small_ratio, args.max_freq, args.max_capacity, args.max_block_size, args.fitting_requests)
     pins.check()
-    implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
-    faults: list[Finding] = []
-    outcomes: list[Outcome] = []
-    searches: dict[str, Search] = {}
-    try:
-        adapter: Started | None = implementation.start()
-    except AdapterFailure as failure:
-        adapter = None
-        faults.append(process_fault(failure, "its start"))
-    if adapter is not None:
-        offered = adapter.policies
-        unoffered = [policy for policy in args.policies or [] if policy not in offered]
-        if unoffered:  # PROTO-6
-            close_quietly(implementation)
-            raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
-        given = args.dialect is not None or bool(args.variation)
-        policies = args.policies or [p for p in ALL_POLICIES if p in offered and (not given or has_dialect(args, p))]
-        try:
-            if not policies:
-                raise KvspecError(f"{args.adapter} implements {', '.join(offered)}, and the dialect asked for has none of them")
-            dialects = {policy: dialect_of(args, policy) if given else CANONICAL for policy in policies}
-        except KvspecError:  # DIALECT-2, DIALECT-5: a policy asked for that the dialect does not have
-            close_quietly(implementation)
-            raise
-        for policy in policies:
-            outcome = certify_policy(implementation, policy, args.profile, args.seed, pins, dialects[policy])
-            outcomes.append(outcome)
-            if args.find_dialect and not outcome.conforms and policy != "benefit":
-                searches[policy] = find_dialect(implementation, policy, outcome,
-                                                lambda d, p=policy: certify_policy(implementation, p, args.profile, args.seed, pins, d))
-        try:
-            implementation.close()
-        except AdapterFailure as failure:
-            faults.append(process_fault(failure, "its stop"))
+    certification = Certification(args.adapter, tuple(args.policies or ()), args.profile, args.seed, pins, args.dialect,
+                                  tuple(args.variation), args.find_dialect, args.reply_timeout, args.start_timeout)
+    certified = certification()
     unless_interrupted()
     if args.report is not None:
         args.report.mkdir(parents=True, exist_ok=True)
-        write_report(build_report(args.adapter, adapter, args.profile, args.seed, pins, outcomes, faults, args.report, searches), args.report)
-    conforms = not faults and all(outcome.conforms for outcome in outcomes)
-    held = "".join(f", {knob} {value}" for knob, value in vars(pins).items() if value not in (None, False))
-    who = args.adapter if adapter is None else f"{adapter.identity.name} {adapter.identity.version} ({adapter.identity.language})"
-    level = "" if adapter is None else f", level {adapter.level}"
-    print(f"{who}: {'conforms' if conforms else 'DOES NOT CONFORM'} (profile {args.profile}, seed {args.seed}{level}{held})")
-    for fault in faults:
-        print(f"  {fault.message}")
-    for outcome in outcomes:
+        write_report(report_of(certification, certified, args.report), args.report)
+    print(certified_text(certification, certified, args.report), end="")
+    return 0 if certified.conforms else 3
+
+
+def certified_text(certification: "Certification", certified: "Certified", report: Path | None) -> str:
+    """The verdict, each policy's, and each shrunk counterexample, ready to paste (saved in ``report``, if given)."""
+    held = "".join(f", {knob} {value}" for knob, value in vars(certification.pins).items() if value not in (None, False))
+    identity = certified.identity
+    who = certification.adapter if identity is None else f"{identity.name} {identity.version} ({identity.language})"
+    level = "" if identity is None else f", level {certified.level}"
+    verdict = "conforms" if certified.conforms else "DOES NOT CONFORM"
+    lines = [f"{who}: {verdict} (profile {certification.profile}, seed {certification.seed}{level}{held})\n"]
+    lines += [f"  {fault.message}\n" for fault in certified.faults]
+    for outcome in certified.outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
         against = f" to the dialect {described(outcome.dialect)}" if outcome.dialect else ""
-        print(f"  {outcome.policy}: {verdict}{against} ({outcome.examples_per_second:.1f} examples/s)")
+        lines.append(f"  {outcome.policy}: {verdict}{against} ({outcome.examples_per_second:.1f} examples/s)\n")
         for number, finding in enumerate(outcome.findings, start=1):
-            print(f"    {finding.message}")
-            saved = None if args.report is None or finding.divergence is None else counterexample_file(args.report, outcome.policy, number, finding.divergence)
-            print(counterexample(args.adapter, finding, saved), end="")
-        if outcome.policy in searches:
-            print(f"    {found_line(found_dialect(searches[outcome.policy]))}".replace("**", ""))
-        elif not outcome.conforms and outcome.policy != "benefit" and not args.find_dialect:
-            print("    (--find-dialect searches spec/dialects.md for the variation points that would explain it)")
-    return 0 if conforms else 3
-
-
-def has_dialect(args: argparse.Namespace, policy: str) -> bool:
-    """Whether the dialect --dialect and --variation name has ``policy``: without --policy, the
-    policies certified are those it has (as `kvspec sweep` sweeps them)."""
-    if args.dialect is not None and policy not in KNOWN_DIALECTS[args.dialect]:
-        return False
-    return all(policy in VARIATIONS[v].policies for v in args.variation)
-
-
-def process_fault(failure: AdapterFailure, when: str) -> Finding:
-    """A failure outside every example: at the implementation's start or stop (PROTO-13, PROTO-15)."""
-    fault = Fault(failure, Location(f"at {when}"))
-    return Finding(str(fault), "", fault)
-
-
-def close_quietly(implementation: Implementation) -> None:
-    """Stop the implementation when kvspec gives up for a reason of its own."""
-    try:
-        implementation.close()
-    except AdapterFailure:
-        pass
+            lines.append(f"    {finding.message}\n")
+            saved = None if report is None or finding.divergence is None else counterexample_file(report, outcome.policy, number, finding.divergence)
+            lines.append(counterexample(certification.adapter, finding, saved))
+        if outcome.policy in certified.searches:
+            lines.append(f"    {found_line(found_dialect(certified.searches[outcome.policy]))}\n".replace("**", ""))
+        elif not outcome.conforms and outcome.policy != "benefit" and not certification.find_dialect:
+            lines.append("    (--find-dialect searches spec/dialects.md for the variation points that would explain it)\n")
+    return "".join(lines)

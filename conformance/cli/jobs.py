@@ -22,16 +22,18 @@ class JobsDone:
 
     def __call__(self, done: int, total: int, label: str) -> None:
         self.done, self.total = done, total
-        self.progress.update(f"{done} of {total} done, the last {label}")
+        self.progress.update(f"{done} of {total} done{f'; last done: {label}' if done else ''}")
         if done == total:
             self.progress.close()
 
 
 @contextmanager
-def job_workers(args: argparse.Namespace) -> Iterator[Workers]:
-    """Where --jobs and --scheduler run the command's jobs."""
-    where = f"on {args.scheduler}" if args.scheduler else f"in {args.jobs or cpu_count()} processes"
-    with workers(args.jobs, args.scheduler, JobsDone(where)) as chosen:
+def job_workers(args: argparse.Namespace, tell_in_process: bool = False) -> Iterator[Workers]:
+    """Where --jobs and --scheduler run the command's jobs; with ``tell_in_process``, the progress
+    line is drawn for jobs run in turn too (they draw none of their own)."""
+    count = args.jobs or cpu_count()
+    where = f"on {args.scheduler}" if args.scheduler else f"in {count} process{'es' if count > 1 else ''}"
+    with workers(args.jobs, args.scheduler, JobsDone(where), tell_in_process) as chosen:
         yield chosen
 
 

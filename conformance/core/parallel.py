@@ -77,7 +77,7 @@ def replayed(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, p
 
 
 def in_turn(jobs: Sequence[Job[T]]) -> list[T]:
-    """Each job in turn, in this process, as kvspec always ran them (a job draws its own progress line)."""
+    """Each job in turn, in this process, as kvspec always ran them (a replay draws its own progress line)."""
     return [job() for job in jobs]
 
 
@@ -85,10 +85,22 @@ Run = Callable[[Sequence[Job[Any]]], list[Any]]  # the jobs run, their results i
 
 
 class InProcess:
-    """``--jobs 1``."""
+    """``--jobs 1``: in turn, each job's progress told when it is done if ``finished`` is given
+    (a job that draws no progress line of its own, a certification)."""
 
     in_process = True
-    run = staticmethod(in_turn)
+
+    def __init__(self, finished: Finished | None = None) -> None:
+        self.finished = finished
+
+    def run(self, jobs: Sequence[Job[T]]) -> list[T]:
+        if self.finished is None:
+            return in_turn(jobs)
+        results = []
+        for done, job in enumerate(jobs, start=1):
+            results.append(job())
+            self.finished(done, len(jobs), job.label)
+        return results
 
     def worker_path(self, path: str) -> str:
         return path
@@ -113,6 +125,7 @@ class Processes:
         pending: dict[Future[Any], int] = {}
         try:
             pending = {executor.submit(portable, job): number for number, job in enumerate(jobs)}
+            self.finished(0, len(jobs), "")
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -171,10 +184,12 @@ class Cluster:
         import logging
 
         from distributed import Client
+        from distributed.comm import resolve_address
 
         if self.client is None:
             logging.getLogger("distributed").setLevel(logging.CRITICAL)  # its failures are said here, in one line
             try:
+                resolve_address(self.address)  # a malformed address first: a client half made of one takes a minute to give up
                 self.client = Client(self.address, set_as_default=False)
             except (OSError, ValueError, TypeError) as error:
                 raise KvspecError(f"--scheduler {self.address}: cannot reach the scheduler: {first_line(error)}") from None
@@ -204,8 +219,9 @@ class Cluster:
         results: list[Any] = [None] * len(jobs)
         futures = [client.submit(portable, job, pure=False) for job in jobs]
         numbers = {future.key: number for number, future in enumerate(futures)}
+        self.finished(0, len(jobs), "")
         try:
-            for done, future in enumerate(as_completed(futures), start=1):
+            for done, future in enumerate(as_completed(futures, loop=client.loop), start=1):
                 number = numbers[future.key]
                 results[number] = future.result()
                 self.finished(done, len(jobs), jobs[number].label)
@@ -247,9 +263,10 @@ def cpu_count() -> int:
 
 
 @contextmanager
-def workers(jobs: int | None, scheduler: str | None, finished: Finished) -> Iterator[Workers]:
+def workers(jobs: int | None, scheduler: str | None, finished: Finished, tell_in_process: bool = False) -> Iterator[Workers]:
     """Where a command's jobs run: on the cluster at ``scheduler``, else in ``jobs`` processes
-    (None: one per processor; 1: this process, one job after another)."""
+    (None: one per processor; 1: this process, one job after another, each told done with
+    ``tell_in_process``)."""
     if scheduler is not None:
         cluster = Cluster(scheduler, finished)
         try:
@@ -258,4 +275,4 @@ def workers(jobs: int | None, scheduler: str | None, finished: Finished) -> Iter
             cluster.close()
         return
     count = cpu_count() if jobs is None else jobs
-    yield InProcess() if count == 1 else Processes(count, finished)
+    yield InProcess(finished if tell_in_process else None) if count == 1 else Processes(count, finished)
