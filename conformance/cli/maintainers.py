@@ -83,8 +83,10 @@ def run_fixtures_collect(args: argparse.Namespace) -> None:
 def schema_texts() -> dict[str, str]:
     """Every JSON Schema kvspec publishes, by its path under spec/schemas/ (each written by
     adapters/protocol.py's schema_text)."""
+    from kvspec.conformance.certification import campaign
+
     return {**{f"adapter/{name}": text for name, text in protocol.schema_texts().items()}, **fixture_format.schema_texts(), **report.schema_texts(),
-            **keep_going.schema_texts()}
+            **keep_going.schema_texts(), **campaign.schema_texts()}
 
 
 def run_schemas(args: argparse.Namespace) -> None:

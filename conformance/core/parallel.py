@@ -17,7 +17,7 @@ the tasks on a cluster.
 import os
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,20 +122,21 @@ class Processes:
     def run(self, jobs: Sequence[Job[T]]) -> list[T]:
         results: list[Any] = [None] * len(jobs)
         executor = ProcessPoolExecutor(min(self.count, len(jobs)) or 1, initializer=worker_signals)
-        pending: dict[Future[Any], int] = {}
+        done = False
         try:
             pending = {executor.submit(portable, job): number for number, job in enumerate(jobs)}
             self.finished(0, len(jobs), "")
             while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
                     number = pending.pop(future)
                     results[number] = future.result()
                     self.finished(len(jobs) - len(pending), len(jobs), jobs[number].label)
+            done = True
         except BrokenProcessPool:
             raise KvspecError("a worker process ended abruptly (killed, or out of memory?); nothing was written") from None
         finally:
-            end(executor, pending)
+            end(executor, done)
         return results
 
 
@@ -147,14 +148,17 @@ def worker_signals() -> None:
 
 
 def ended(signum: int, frame: object) -> None:
+    # Once: the executor, finding a worker gone, sends SIGTERM to every other again, and a second
+    # kill_all inside the first would wait forever for the process the first is reaping.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     kill_all()
     os._exit(128 + signum)
 
 
-def end(executor: ProcessPoolExecutor, pending: dict[Future[Any], int]) -> None:
-    """Shut the workers down: at once if jobs are left (an error, an interruption), each told to
-    end by SIGTERM; else once they are idle."""
-    if pending:
+def end(executor: ProcessPoolExecutor, done: bool) -> None:
+    """Shut the workers down: once idle when every job is done; else (an error, an interruption,
+    even one while they are started) at once, each told to end by SIGTERM."""
+    if not done:
         # The executor stops no running job (Python 3.14's terminate_workers does just this).
         for process in list(getattr(executor, "_processes", {}).values()):
             if process.is_alive():

@@ -1,0 +1,267 @@
+"""--jobs and --scheduler (conformance/core/parallel.py): the replays of `kvspec sweep` and
+`kvspec compare TRACE`, and the certifications of `kvspec campaign`, run side by side in local
+processes and on a Dask cluster, give what the run one after another gives: the same JSON byte
+for byte (a campaign: the same verdicts and findings, its reports' timings apart); and every
+failure of a worker or of the cluster is one line."""
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dask
+import pytest
+from distributed import LocalCluster
+from test_bad_input import environment, kill_everything, processes_left, settle
+
+from kvspec.conformance import cli
+from kvspec.conformance.core.parallel import Cluster, Processes
+from kvspec.reference import KvspecError
+
+from support import schema_errors
+
+KVSPEC = Path(sys.executable).with_name("kvspec")
+SERVE = 'import runpy\nrunpy.run_module("kvspec.adapters.serve", run_name="__main__", alter_sys=True)\n'  # the reference over the protocol
+
+
+def write_trace(path: Path) -> Path:
+    """300 requests over 30 conversations of up to 12 blocks of 512 tokens, the first ones far more
+    often (a Pareto draw): the policies' hit rates differ at every capacity swept, so that a point
+    out of its place shows."""
+    draw = random.Random(17)
+    chains = [[1000 * c + i for i in range(1, 13)] for c in range(30)]
+    with path.open("w") as out:
+        for t in range(300):
+            blocks = chains[min(int(draw.paretovariate(1.2)) - 1, 29)][: draw.randint(1, 12)]
+            out.write(json.dumps({"timestamp": t, "input_length": 512 * len(blocks) - draw.randint(0, 511), "output_length": 1,
+                                  "hash_ids": blocks}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_trace(tmp_path_factory.mktemp("trace") / "small.jsonl")
+
+
+# Each command, and what of its output is compared: the JSON (--output), and stdout.
+COMMANDS = {
+    "sweep": ["sweep", "{trace}", "--capacity", "8", "--capacity", "32"],
+    "sweep-beside-a-dialect": ["sweep", "{trace}", "--policy", "lru", "--capacity", "8", "--capacity", "32", "--beside", "vllm"],
+    "sweep-ablate": ["sweep", "{trace}", "--ablate", "--capacity", "8", "--capacity", "32"],
+    "compare": ["compare", "{trace}", "--capacity-bytes", "512MiB", "--capacity-bytes", "1GiB", "--dialect", "vllm"],
+}
+
+
+def kvspec(argv: list[str], trace: Path, output: Path) -> tuple[bytes, str]:
+    """The installed command, with the reference's contracts off (the replays' results do not
+    depend on them, and this suite checks them elsewhere): its JSON and its stdout."""
+    completed = subprocess.run([str(KVSPEC), *(arg.replace("{trace}", str(trace)) for arg in argv), "--output", str(output)],
+                               capture_output=True, text=True, timeout=120, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert (completed.returncode, completed.stderr) == (0, "")
+    return output.read_bytes(), completed.stdout
+
+
+@pytest.fixture(scope="module")
+def serial(trace: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, str]]:
+    """Each command's output run one after another (--jobs 1, the default), computed once."""
+    folder = tmp_path_factory.mktemp("serial")
+    return {name: kvspec(argv, trace, folder / name) for name, argv in COMMANDS.items()}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_local_processes_give_the_serial_output_byte_for_byte(name: str, serial: dict[str, tuple[bytes, str]], trace: Path,
+                                                              tmp_path: Path) -> None:
+    assert kvspec([*COMMANDS[name], "--jobs", "2"], trace, tmp_path / "out.json") == serial[name]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A Dask cluster of two worker processes, one thread each, the reference's contracts off, shared
+    by the module's tests; a task whose worker dies is not tried again (so that a death is seen at once)."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", worker_dashboard_address=":0",
+                             env={"KVSPEC_CONTRACTS": "0"})
+    try:
+        yield local.scheduler_address
+    finally:
+        local.close()
+
+
+def test_a_dask_cluster_gives_the_serial_output_byte_for_byte(cluster: str, serial: dict[str, tuple[bytes, str]], trace: Path,
+                                                              tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command on one cluster, its start-up paid once; run in this process, whose part is
+    light (the replays run on the workers)."""
+    for name, argv in COMMANDS.items():
+        capsys.readouterr()
+        output = tmp_path / f"{name}.json"
+        assert cli.main([arg.replace("{trace}", str(trace)) for arg in argv] + ["--scheduler", cluster, "--output", str(output)]) == 0
+        assert (output.read_bytes(), capsys.readouterr().out) == serial[name], name
+
+
+@dataclass(frozen=True)
+class Dies:
+    """A job whose worker process ends at once, as one killed or out of memory."""
+
+    label: str
+
+    def __call__(self) -> None:
+        os._exit(70)
+
+
+def test_a_local_worker_that_dies_is_one_error() -> None:
+    with pytest.raises(KvspecError, match=r"^a worker process ended abruptly \(killed, or out of memory\?\); nothing was written$"):
+        Processes(2, lambda done, total, label: None).run([Dies("the job")])
+
+
+def test_a_cluster_worker_that_dies_is_one_error_naming_the_job(cluster: str) -> None:
+    workers = Cluster(cluster, lambda done, total, label: None)
+    try:
+        with pytest.raises(KvspecError, match=rf"^--scheduler {cluster}: the workers died that ran the job that dies; nothing was written$"):
+            workers.run([Dies("the job that dies")])
+    finally:
+        workers.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("address, why", [
+    ("tcp://127.0.0.1:{port}", "Timed out trying to connect to tcp://127.0.0.1:{port} after 0.5 s"),
+    ("tcp://127.0.0.1", "missing port number in address '127.0.0.1'"),
+], ids=["nothing-listens", "no-port"])
+def test_an_unreachable_scheduler_is_one_error_before_any_output(address: str, why: str, trace: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    port = free_port()
+    address, why = address.format(port=port), why.format(port=port)
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
+        status = cli.main(["sweep", str(trace), "--scheduler", address, "--output", str(tmp_path / "out.json")])
+    assert (status, capsys.readouterr().err) == (1, f"kvspec: error: --scheduler {address}: cannot reach the scheduler: {why}\n")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_scheduler_without_dask_names_the_extra(trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` finds where dask is not installed
+    assert cli.main(["sweep", str(trace), "--scheduler", "tcp://127.0.0.1:8786"]) == 1
+    assert capsys.readouterr().err == "kvspec: error: --scheduler needs dask.distributed: pip install 'kvspec[cluster]'\n"
+
+
+# kvspec campaign ---------------------------------------------------------------------------------
+
+CAMPAIGN = """\
+profile = "quick"
+seeds = [0, 1]
+policies = ["s3fifo"]
+
+[[implementations]]
+name = "reference"
+adapter = "python:kvspec.conformance.galleries.mutants:canonical"
+
+[[implementations]]
+name = "lru-instead-of-s3fifo"
+adapter = "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"
+"""
+
+
+def campaign(folder: Path, jobs: str) -> tuple[int, str, Any]:
+    """`kvspec campaign` of CAMPAIGN in ``folder``, with the reference's contracts off (as
+    tests/support.py's certify_report runs the galleries' mutants): its status, stdout and campaign.json."""
+    folder.mkdir()
+    (folder / "campaign.toml").write_text(CAMPAIGN)
+    completed = subprocess.run([str(KVSPEC), "campaign", "campaign.toml", "--report", "report", "--jobs", jobs], cwd=folder,
+                               capture_output=True, text=True, timeout=300, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert completed.stderr == ""
+    return completed.returncode, completed.stdout, json.loads((folder / "report" / "campaign.json").read_text())
+
+
+def without_timings(report: Any) -> Any:
+    """A campaign report less what its run's speed decides: each policy's examples a second."""
+    for entry in report["certifications"]:
+        for verdict in entry["report"]["policies"]:
+            del verdict["examples_per_second"]
+    return report
+
+
+def test_a_campaign_side_by_side_has_the_verdicts_and_findings_of_the_serial_one(tmp_path: Path) -> None:
+    serial, parallel = campaign(tmp_path / "serial", "1"), campaign(tmp_path / "parallel", "2")
+    status, stdout, report = serial
+    assert schema_errors("campaign-report.schema.json", report) == []
+    # The reference conforms and the mutant does not, at either seed: each certification is its own.
+    assert [(e["implementation"], e["seed"], e["report"]["conforms"]) for e in report["certifications"]] == [
+        ("reference", 0, True), ("reference", 1, True), ("lru-instead-of-s3fifo", 0, False), ("lru-instead-of-s3fifo", 1, False)]
+    assert status == 3 and stdout.splitlines()[2] == "lru-instead-of-s3fifo, canonical, seed 0: DOES NOT CONFORM (s3fifo DOES NOT CONFORM)"
+    assert (parallel[0], parallel[1], without_timings(parallel[2])) == (status, stdout, without_timings(report))
+    for entry in report["certifications"]:  # each counterexample saved alike
+        for name in ("report.json", "s3fifo-counterexample-1.jsonl"):
+            serial_file, parallel_file = (tmp_path / side / "report" / entry["folder"] / name for side in ("serial", "parallel"))
+            assert serial_file.exists() == parallel_file.exists()
+            if name.endswith(".jsonl") and serial_file.exists():
+                assert serial_file.read_bytes() == parallel_file.read_bytes()
+
+
+@pytest.mark.parametrize("text, error", [
+    ("profile = 'quick'\n", "not a campaign: implementations: Field required"),
+    ("[[implementations]]\nname = 'a'\nadapter = 'reference'\nseeds = 'x'\n", "not a campaign: implementations.0.seeds: Input should be a valid list"),
+    ("[[implementations]]\nname = 'a'\nadapter = 'reference'\ndialects = ['nobody']\n", "implementation 'a': DIALECT-5: unknown dialect 'nobody'"),
+    ("[[implementations]]\nname = 'a/b'\nadapter = 'reference'\n", "implementation 'a/b': a name is letters, digits"),
+    ("[[implementations]]\nname = 'a'\nadapter = 'reference'\nsmall_ratio = 2.0\n", "implementation 'a': S3-CONF-1: small_ratio"),
+    ("[[implementations]\n", "not a campaign: "),
+], ids=["no-implementation", "seeds-not-a-list", "unknown-dialect", "name-not-a-folder", "pinned-knob-refused", "not-toml"])
+def test_a_bad_campaign_file_is_one_error_before_any_certification(text: str, error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "c.toml").write_text(text)
+    assert cli.main(["campaign", str(tmp_path / "c.toml"), "--report", str(tmp_path / "report")]) == 1
+    assert capsys.readouterr().err.startswith(f"kvspec: error: {tmp_path / 'c.toml'}: {error}")
+    assert not (tmp_path / "report").exists()
+
+
+def interrupted(argv: list[str], folder: Path, signum: int, started: str, count: int) -> None:
+    """kvspec, sent ``signum`` once ``count`` processes run with ``started`` in their command line
+    (its workers, their implementations): 128 + signum, one line, nothing written and no process left."""
+    inputs = {path.name for path in folder.iterdir()}
+    marker = uuid.uuid4().hex
+    process = subprocess.Popen([str(KVSPEC), *argv], cwd=folder, env=environment({}, folder, marker), start_new_session=True,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while sum(started in line for line in processes_left(-1, marker, folder, exclude=process.pid)) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, f"kvspec ended before {count} processes of {started!r} ran: {process.communicate()}"
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=20)
+    finally:
+        left = settle(process.pid, marker, folder, exclude=process.pid)
+        kill_everything(process.pid, marker, folder)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, stdout, stderr) == (128 + signum, b"", b"kvspec: interrupted\n")
+    assert not left, left
+    assert {path.name for path in folder.iterdir()} == inputs, "something was written"
+
+
+def test_sigint_ends_a_sweep_and_its_workers(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches kvspec alone here (a session of its own): it ends its workers at
+    once, not when their replays end. These never do: the trace is a pipe no one writes to."""
+    os.mkfifo(tmp_path / "trace.jsonl")
+    interrupted(["sweep", "trace.jsonl", "--policy", "lru", "--capacity", "64", "--jobs", "2", "--output", "out.json"],
+                tmp_path, signal.SIGINT, "kvspec", 2)
+
+
+def test_sigterm_ends_a_campaign_its_workers_and_their_implementations(tmp_path: Path) -> None:
+    """Each worker ends its implementation's process group, then itself."""
+    (tmp_path / "serve.py").write_text(SERVE)
+    adapter = f"cmd:{sys.executable} {tmp_path / 'serve.py'}"
+    (tmp_path / "c.toml").write_text(f'profile = "thorough"\n[[implementations]]\nname = "a"\nadapter = "{adapter}"\n'
+                                     f'[[implementations]]\nname = "b"\nadapter = "{adapter}"\n')
+    interrupted(["campaign", "c.toml", "--report", "report", "--jobs", "2"], tmp_path, signal.SIGTERM, "serve.py", 2)
