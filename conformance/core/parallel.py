@@ -127,8 +127,8 @@ class Processes:
             pending = {executor.submit(portable, job): number for number, job in enumerate(jobs)}
             self.finished(0, len(jobs), "")
             while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
+                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in ready:
                     number = pending.pop(future)
                     results[number] = future.result()
                     self.finished(len(jobs) - len(pending), len(jobs), jobs[number].label)
@@ -191,7 +191,9 @@ class Cluster:
         from distributed.comm import resolve_address
 
         if self.client is None:
-            logging.getLogger("distributed").setLevel(logging.CRITICAL)  # its failures are said here, in one line
+            # Its failures are said here, in one line: not logged with their tracebacks too (the client's logger has a level of its own).
+            for name in [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "distributed"]:
+                logging.getLogger(name).setLevel(logging.CRITICAL)
             try:
                 resolve_address(self.address)  # a malformed address first: a client half made of one takes a minute to give up
                 self.client = Client(self.address, set_as_default=False)
@@ -236,7 +238,7 @@ class Cluster:
             raise KvspecError(f"--scheduler {self.address}: lost the cluster ({type(error).__name__}: {first_line(error)}); "
                               "nothing was written") from None
         finally:
-            client.cancel(futures)  # those not done, after an error or an interruption
+            cancel(client, futures)
         return results
 
     def close(self) -> None:
@@ -247,6 +249,14 @@ class Cluster:
         except (OSError, TimeoutError):
             pass  # a scheduler already gone
         self.client = None
+
+
+def cancel(client: "Client", futures: list[Any]) -> None:
+    """Those not done, after an error or an interruption; nothing to cancel on a cluster gone."""
+    try:
+        client.cancel(futures)
+    except (OSError, TimeoutError):
+        pass
 
 
 def installed() -> tuple[str, str]:
