@@ -1,27 +1,22 @@
 """`kvspec certify`: an implementation driven beside the reference by the certification machines,
 with a report (conformance/certification/)."""
 
-import argparse
-from typing import Any
+from __future__ import annotations
 
-from kvspec.adapters import Implementation, Started
-from kvspec.adapters.interface import AdapterFailure
-from kvspec.conformance.certification.certify import PROFILES, Finding, Outcome, certify_policy
-from kvspec.conformance.certification.dialect_search import Search, described, find_dialect
-from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.report import (
-    build_report,
-    counterexample,
-    counterexample_file,
-    found_dialect,
-    found_line,
-    write_report,
-)
+import argparse
+from typing import TYPE_CHECKING, Any
+
 from kvspec.conformance.cli.arguments import add_adapter, add_dialect, dialect_of, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
-from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, KvspecError
+from kvspec.reference.constants import CERTIFY_PROFILES as PROFILES
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS
+
+if TYPE_CHECKING:
+    from kvspec.adapters import Implementation, Started
+    from kvspec.adapters.interface import AdapterFailure
+    from kvspec.conformance.certification.certify import Finding, Outcome
+    from kvspec.conformance.certification.dialect_search import Search
 
 
 def add(commands: Any) -> None:
@@ -55,6 +50,20 @@ def add(commands: Any) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
+    from kvspec.adapters import Implementation
+    from kvspec.adapters.interface import AdapterFailure
+    from kvspec.conformance.certification.certify import certify_policy
+    from kvspec.conformance.certification.dialect_search import described, find_dialect
+    from kvspec.conformance.certification.report import (
+        build_report,
+        counterexample,
+        counterexample_file,
+        found_dialect,
+        found_line,
+        write_report,
+    )
+    from kvspec.conformance.core.workloads import Pins
+
     pins = Pins(args.small_ratio, args.max_freq, args.max_capacity, args.max_block_size, args.fitting_requests)
     pins.check()
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
@@ -127,12 +136,17 @@ def has_dialect(args: argparse.Namespace, policy: str) -> bool:
 
 def process_fault(failure: AdapterFailure, when: str) -> Finding:
     """A failure outside every example: at the implementation's start or stop (PROTO-13, PROTO-15)."""
+    from kvspec.conformance.certification.certify import Finding
+    from kvspec.conformance.certification.faults import Fault, Location
+
     fault = Fault(failure, Location(f"at {when}"))
     return Finding(str(fault), "", fault)
 
 
 def close_quietly(implementation: Implementation) -> None:
     """Stop the implementation when kvspec gives up for a reason of its own."""
+    from kvspec.adapters.interface import AdapterFailure
+
     try:
         implementation.close()
     except AdapterFailure:
