@@ -119,7 +119,12 @@ def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
         pass
 
 
+# Built once: building a TypeAdapter costs more than a round trip.
+START_REPLY: TypeAdapter[Any] = TypeAdapter(StartReply)
+HIT_TOKENS_REPLY: TypeAdapter[Any] = TypeAdapter(HitTokensReply)
 ACCESS_REPLY: TypeAdapter[Any] = TypeAdapter(AccessReply)
+RESIDENT_COUNT_REPLY: TypeAdapter[Any] = TypeAdapter(ResidentCountReply)
+SNAPSHOT_REPLY: TypeAdapter[Any] = TypeAdapter(SnapshotReply)
 DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
 VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
@@ -167,7 +172,7 @@ class ProcessAdapter:
         # PROTO-5, PROTO-6: the version, who is under test, its level and policies.
         reply = self._call(
             StartRequest(cmd="start", seq=0, protocol=PROTOCOL_VERSION),
-            TypeAdapter(StartReply),
+            START_REPLY,
             "the start reply",
             self.start_timeout,
         )
@@ -209,20 +214,20 @@ class ProcessAdapter:
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         """PROTO-9."""
         request = HitTokensRequest(cmd="hit_tokens", seq=self._seq, hash_ids=hash_ids, input_length=input_length)
-        reply: HitTokensReply = self._call(request, TypeAdapter(HitTokensReply), 'a hit_tokens reply ({"hit_tokens": t})')
+        reply: HitTokensReply = self._call(request, HIT_TOKENS_REPLY, 'a hit_tokens reply ({"hit_tokens": t})')
         return reply.hit_tokens
 
     def access(self, hash_ids: list[int], input_length: int | None = None) -> None:
         """PROTO-10: ``input_length`` only when given."""
         fields = {} if input_length is None else {"input_length": input_length}
         self._call(
-            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids, **fields), TypeAdapter(AccessReply), 'an access reply ({"ok": true})'
+            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids, **fields), ACCESS_REPLY, 'an access reply ({"ok": true})'
         )
 
     def resident_count(self) -> int:
         """PROTO-11."""
         request = ResidentCountRequest(cmd="resident_count", seq=self._seq)
-        reply: ResidentCountReply = self._call(request, TypeAdapter(ResidentCountReply), 'a resident_count reply ({"resident_count": c})')
+        reply: ResidentCountReply = self._call(request, RESIDENT_COUNT_REPLY, 'a resident_count reply ({"resident_count": c})')
         return reply.resident_count
 
     def snapshot(self) -> Snapshot:
@@ -232,7 +237,7 @@ class ProcessAdapter:
                 f"{self.name}: PROTO-6: a snapshot is asked only of a state-level implementation, and this one is {self.level!r}"
             )
         reply: SnapshotReply = self._call(
-            SnapshotRequest(cmd="snapshot", seq=self._seq), TypeAdapter(SnapshotReply), 'a snapshot reply ({"small", "main", "ghost"})'
+            SnapshotRequest(cmd="snapshot", seq=self._seq), SNAPSHOT_REPLY, 'a snapshot reply ({"small", "main", "ghost"})'
         )
         return Snapshot(small=tuple(reply.small), main=tuple(reply.main), ghost=tuple(reply.ghost))
 
@@ -401,7 +406,12 @@ class ProcessAdapter:
 
     def _write(self, data: bytes, deadline: float) -> None:
         """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError."""
-        view = memoryview(data)
+        try:  # a request fits the pipe's buffer as a rule: a selector only for what does not
+            view = memoryview(data)[os.write(self._stdin_fd, data) :]
+        except BlockingIOError:
+            view = memoryview(data)
+        if not view:
+            return
         with selectors.DefaultSelector() as selector:
             selector.register(self._stdin_fd, selectors.EVENT_WRITE)
             while view:
