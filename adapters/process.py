@@ -8,8 +8,9 @@ call waits longer than its timeout, and no process is left unreaped.
 """
 
 import json
+import math
 import os
-import queue
+import select
 import selectors
 import shlex
 import signal
@@ -70,6 +71,7 @@ STDERR_SHOWN = 3  # ... and shown in a failure message
 STDERR_LINE_CHARS = 300
 STOP_GRACE = 2.0  # PROTO-13: seconds the process has to exit after stop
 PREVIEW_CHARS = 200
+CHUNK = 1 << 16  # bytes read from stdout at a time
 
 _EOF = b""
 
@@ -87,22 +89,6 @@ def kill_all() -> None:
 def _preview(text: str) -> str:
     text = text.strip()
     return repr(text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "...")
-
-
-def _read_stdout(stream: IO[bytes], lines: "queue.Queue[bytes]") -> None:
-    """PROTO-1: one reply a line; EOF is queued as b""."""
-    try:
-        while True:
-            line = stream.readline(MAX_LINE)
-            if not line:
-                break
-            lines.put(line)
-            if len(line) >= MAX_LINE and not line.endswith(b"\n"):
-                break
-    except (OSError, ValueError):
-        pass
-    finally:
-        lines.put(_EOF)
 
 
 def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
@@ -148,7 +134,8 @@ class ProcessAdapter:
         self._seq = 0
         self._failed: str | None = None
         self._closed = False
-        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._unread = bytearray()  # what the process has written to stdout that no reply has taken yet
+        self._stdout_ended = False
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         try:
             # PROTO-4: started once; its own session, so that a kill reaches everything it started.
@@ -163,10 +150,12 @@ class ProcessAdapter:
         assert self.process.stdin is not None and self.process.stdout is not None and self.process.stderr is not None
         self._stdin_fd = self.process.stdin.fileno()
         os.set_blocking(self._stdin_fd, False)  # a process that stops reading must not block kvspec
-        self._threads = [
-            threading.Thread(target=_read_stdout, args=(self.process.stdout, self._lines), daemon=True),
-            threading.Thread(target=_read_stderr, args=(self.process.stderr, self._stderr), daemon=True),
-        ]
+        # Replies are read in the caller's thread, not by a thread of their own: handing each reply
+        # from one thread to another would cost two thread switches a request.
+        self._stdout_fd = self.process.stdout.fileno()
+        self._stdout_ready = select.poll()
+        self._stdout_ready.register(self._stdout_fd, select.POLLIN)
+        self._threads = [threading.Thread(target=_read_stderr, args=(self.process.stderr, self._stderr), daemon=True)]
         for thread in self._threads:
             thread.start()
         # PROTO-5, PROTO-6: the version, who is under test, its level and policies.
@@ -326,7 +315,7 @@ class ProcessAdapter:
             except (OSError, TimeoutError):
                 pass
             try:
-                status = self.process.wait(timeout=STOP_GRACE)
+                status = self._wait_reading(STOP_GRACE)
             except subprocess.TimeoutExpired:
                 problem = f"the process did not exit within {STOP_GRACE:g} s of stop"
             else:
@@ -371,8 +360,8 @@ class ProcessAdapter:
         except OSError:
             self._fail(cmd, seq, self._exited("before reading its request"), expected)
         try:
-            raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            raw = self._reply_line(deadline)
+        except TimeoutError:
             self._fail(cmd, seq, f"no reply to {cmd} within {self._timeout(timeout):g} s (hung?)", expected, timed_out=True)
         if raw == _EOF:
             self._fail(cmd, seq, self._exited("before replying"), expected)
@@ -400,6 +389,41 @@ class ProcessAdapter:
             return expect.validate_json(text)  # PROTO-16
         except ValidationError as error:
             self._fail(cmd, seq, f"a reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
+
+    def _reply_line(self, deadline: float) -> bytes:
+        """PROTO-1: the next line the process writes to stdout, at most MAX_LINE bytes (a longer one
+        is cut there), the last one without its newline; _EOF once stdout is closed; TimeoutError
+        past ``deadline``."""
+        unread, searched = self._unread, 0
+        while True:
+            end = unread.find(b"\n", searched, MAX_LINE)
+            if end >= 0 or len(unread) >= MAX_LINE or self._stdout_ended:
+                taken = end + 1 if end >= 0 else min(len(unread), MAX_LINE)
+                line = bytes(unread[:taken])
+                del unread[:taken]
+                return line
+            searched = len(unread)
+            if not self._stdout_ready.poll(math.ceil(max(0.0, deadline - time.monotonic()) * 1000)):
+                raise TimeoutError
+            self._read_stdout()
+
+    def _read_stdout(self) -> None:
+        """What the process has written to stdout, once it is readable."""
+        chunk = os.read(self._stdout_fd, CHUNK)
+        if chunk:
+            self._unread += chunk
+        else:
+            self._stdout_ended = True
+
+    def _wait_reading(self, seconds: float) -> int:
+        """The exit status within ``seconds`` (subprocess.TimeoutExpired otherwise). Whatever the
+        process writes to stdout meanwhile is read and dropped, so that a full pipe does not hold it."""
+        deadline = time.monotonic() + seconds
+        while not self._stdout_ended and self.process.poll() is None and time.monotonic() < deadline:
+            if self._stdout_ready.poll(10):  # ms: stdout ends as the process exits, or a child of it holds stdout open
+                self._read_stdout()
+                self._unread.clear()
+        return self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
 
     def _timeout(self, timeout: float | None) -> float:
         return self.reply_timeout if timeout is None else timeout
