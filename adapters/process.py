@@ -409,7 +409,10 @@ class ProcessAdapter:
 
     def _read_stdout(self) -> None:
         """What the process has written to stdout, once it is readable."""
-        chunk = os.read(self._stdout_fd, CHUNK)
+        try:
+            chunk = os.read(self._stdout_fd, CHUNK)
+        except OSError:  # as good as closed
+            chunk = b""
         if chunk:
             self._unread += chunk
         else:
@@ -429,7 +432,9 @@ class ProcessAdapter:
         return self.reply_timeout if timeout is None else timeout
 
     def _write(self, data: bytes, deadline: float) -> None:
-        """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError."""
+        """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError.
+        Meanwhile stdout is read, so that a process writing there before it reads on is not held
+        by a full pipe."""
         try:  # a request fits the pipe's buffer as a rule: a selector only for what does not
             view = memoryview(data)[os.write(self._stdin_fd, data) :]
         except BlockingIOError:
@@ -438,16 +443,22 @@ class ProcessAdapter:
             return
         with selectors.DefaultSelector() as selector:
             selector.register(self._stdin_fd, selectors.EVENT_WRITE)
+            if not self._stdout_ended:
+                selector.register(self._stdout_fd, selectors.EVENT_READ)
             while view:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
-                if not selector.select(remaining):
-                    continue
-                try:
-                    view = view[os.write(self._stdin_fd, view) :]
-                except BlockingIOError:
-                    continue
+                for key, _ in selector.select(remaining):
+                    if key.fd == self._stdout_fd:
+                        self._read_stdout()
+                        if self._stdout_ended:
+                            selector.unregister(self._stdout_fd)
+                        continue
+                    try:
+                        view = view[os.write(self._stdin_fd, view) :]
+                    except BlockingIOError:
+                        pass
 
     def _exited(self, when: str) -> str:
         try:

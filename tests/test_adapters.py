@@ -398,6 +398,18 @@ def test_PROTO_1_a_reply_is_one_line_however_the_process_writes_it() -> None:
         assert_gone(adapter)
 
 
+def test_PROTO_1_a_process_that_writes_before_it_reads_on_is_not_held_by_a_full_pipe() -> None:
+    """While kvspec writes a request larger than a pipe holds, it reads stdout: the process's lines
+    are there to be read as its reply, a PROTO-1 failure, not a wait for the deadline."""
+    adapter = ProcessAdapter([sys.executable, str(FAKES / "flood_stdout.py")], reply_timeout=5.0)
+    adapter.configure(AdapterConfig("lru", 8))
+    began = time.monotonic()
+    with pytest.raises(AdapterFailure, match=r"hit_tokens \(seq 2\): malformed JSON reply .*fake log") as failure:
+        adapter.hit_tokens(list(range(2**40, 2**40 + 20_000)), 1)  # about 280 KB
+    assert failure.value.clause == "PROTO-1" and time.monotonic() - began < 5
+    assert_gone(adapter)
+
+
 def test_PROTO_1_a_reply_line_longer_than_the_limit_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     """A line is cut at MAX_LINE bytes, never held whole in memory; the cut line is a failure."""
     monkeypatch.setattr(process, "MAX_LINE", 1024)  # long_line's reply is 5000 bytes
