@@ -72,6 +72,7 @@ STDERR_LINE_CHARS = 300
 STOP_GRACE = 2.0  # PROTO-13: seconds the process has to exit after stop
 PREVIEW_CHARS = 200
 CHUNK = 1 << 16  # bytes read from stdout at a time
+POLL_SLICE = 3600.0  # seconds: a longer deadline is waited out in slices, poll's milliseconds being a C int
 
 _EOF = b""
 
@@ -403,9 +404,11 @@ class ProcessAdapter:
                 del unread[:taken]
                 return line
             searched = len(unread)
-            if not self._stdout_ready.poll(math.ceil(max(0.0, deadline - time.monotonic()) * 1000)):
+            remaining = max(0.0, deadline - time.monotonic())
+            if self._stdout_ready.poll(math.ceil(min(remaining, POLL_SLICE) * 1000)):
+                self._read_stdout()
+            elif remaining <= POLL_SLICE:
                 raise TimeoutError
-            self._read_stdout()
 
     def _read_stdout(self) -> None:
         """What the process has written to stdout, once it is readable."""

@@ -398,6 +398,14 @@ def test_PROTO_1_a_reply_is_one_line_however_the_process_writes_it() -> None:
         assert_gone(adapter)
 
 
+def test_PROTO_15_any_finite_deadline_is_waited_for() -> None:
+    """A deadline past what one wait of the system can take (a C int of milliseconds) is waited out in slices."""
+    adapter = ProcessAdapter([sys.executable, str(FAKES / "split_replies.py")], reply_timeout=1e9, start_timeout=1e9)
+    adapter.configure(AdapterConfig("lru", 8))
+    assert adapter.resident_count() == 0
+    adapter.close()
+
+
 def test_PROTO_1_a_process_that_writes_before_it_reads_on_is_not_held_by_a_full_pipe() -> None:
     """While kvspec writes a request larger than a pipe holds, it reads stdout: the process's lines
     are there to be read as its reply, a PROTO-1 failure, not a wait for the deadline."""
