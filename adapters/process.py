@@ -334,7 +334,7 @@ class ProcessAdapter:
         self.close()
 
     def __del__(self) -> None:
-        # At interpreter shutdown a reader thread may hold its stream's lock for good: closing the
+        # At interpreter shutdown the stderr reader thread may hold its stream's lock for good: closing the
         # stream then aborts the interpreter, and the process group is killed by the OS anyway.
         if sys.is_finalizing():
             return
@@ -485,7 +485,7 @@ class ProcessAdapter:
         return " ".join(f"{self.name}: {cmd} (seq {seq}): {problem}; expected {expected}; last stderr: {stderr}".split("\n"))
 
     def _kill(self) -> None:
-        """Kill the process group, reap the process (no zombie), and let the reader threads end."""
+        """Kill the process group, reap the process (no zombie), and let the stderr reader thread end."""
         process = self.process
         if process.returncode is None:
             try:
