@@ -444,13 +444,13 @@ def indexed_state(policy: IndexedBenefitPolicy) -> BenefitState:
 
 
 class IndexedBenefitAdapter(ReferenceBenefitAdapter):
-    """IndexedBenefitPolicy behind the BenefitAdapter interface, at the state level:
+    """IndexedBenefitPolicy (or a subclass) behind the BenefitAdapter interface, at the state level:
     ``--adapter python:kvspec.conformance.measurement.indexed_benefit:IndexedBenefitAdapter``."""
 
     identity = Identity(name="kvspec-indexed-benefit", language="python", version=SPEC_VERSION)
 
-    def __init__(self) -> None:
-        super().__init__(IndexedBenefitPolicy)
+    def __init__(self, policy_class: type[IndexedBenefitPolicy] = IndexedBenefitPolicy) -> None:
+        super().__init__(policy_class)
 
     def benefit_state(self) -> BenefitState:
         policy = self.policy
