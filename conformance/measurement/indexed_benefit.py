@@ -34,11 +34,12 @@ from kvspec.adapters.interface import Identity
 from kvspec.conformance.measurement.indexed_charge import charge_bounds, share_terms, whole
 from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.benefit import BenefitPolicy, CapRepair, CostSample, Decision, Victims
-from kvspec.reference.benefit.config import HELD_BYTES_MAX, check_bytes, check_id, is_valid, net_benefit
-from kvspec.reference.benefit.ledger import Segment, new_bytes
+from kvspec.reference.benefit.config import HELD_BYTES_MAX, UINT64_MAX, check_bytes, check_id, is_valid, net_benefit
+from kvspec.reference.benefit.ledger import Segment
 from kvspec.reference.benefit.policy import Ghost
 from kvspec.reference.benefit.score import Entry, score
 from kvspec.reference.benefit.selection import charge_after, in_grace
+from kvspec.reference.validation import INT64_MAX
 
 # A segment's part of the probation charge: its probation references p, and its share (as
 # indexed_charge.share_terms gives it) and whether it is inexact, which each of the p counts once.
@@ -70,16 +71,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
     def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
                            pinned: frozenset[int] = frozenset()) -> Decision:
         """BEN-ADMIT-1 to BEN-ADMIT-9, as BenefitPolicy.consider_admission, and the indexes."""
-        check_id(key, "key")
-        check_bytes(exclusive_bytes, "exclusive_bytes")
-        for segment_id, size in shared:
-            check_id(segment_id, "segment id")
-            check_bytes(size, "segment size")
-        added = exclusive_bytes + new_bytes(self.ledger, shared)
-        if self.held + added > HELD_BYTES_MAX:
-            raise KvspecError(f"BEN-KEY-2: exclusive_bytes and shared would take the bytes held from {self.held} to {self.held + added}, "
-                              f"above 2**53")
-        rejected = self.structural_reject(key, shared, cost)
+        ids, added, rejected = self.offer_checks(key, exclusive_bytes, shared, cost)
         if rejected is not None:
             return Decision("reject", rejected)
         if net_benefit(cost) <= 0.0:
@@ -94,8 +86,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
         if ghost is not None:
             hits, rw, ow = ghost.hits + 1, ghost.rw * f + 1.0, ghost.ow * f + 1.0
         persist = hits >= self.config.persistence_hit_threshold
-        self.entries[key] = Entry("admitted" if persist else "probation", hits, 0, rw, ow, cost, exclusive_bytes,
-                                  [segment_id for segment_id, _ in shared], self.clock)
+        self.entries[key] = Entry("admitted" if persist else "probation", hits, 0, rw, ow, cost, exclusive_bytes, ids, self.clock)
         self.held += added
         self.used += exclusive_bytes
         self.register(key, shared, 0 if persist else 1)
@@ -106,38 +97,69 @@ class IndexedBenefitPolicy(BenefitPolicy):
         self.stale_keys.add(key)
         return Decision("admit-persist" if persist else "admit-probation", reason, self.select_probation_cap_victims(pinned))
 
-    def register(self, key: int, shared: list[tuple[int, int]], probation: int) -> None:
-        """BEN-LEDGER-1: ``key`` references each segment; the shares of the others fall."""
+    def offer_checks(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample) -> tuple[list[int], int, str | None]:
+        """BEN-KEY-1, BEN-KEY-2 (the error first), then BEN-ADMIT-1's rejection if any, as BenefitPolicy's
+        check_id, check_bytes, new_bytes and structural_reject find them, in one pass over ``shared``: the
+        segment ids (in order, once each), the bytes the offer adds and the rejection."""
+        check_id(key, "key")
+        check_bytes(exclusive_bytes, "exclusive_bytes")
+        added, conflict, first = exclusive_bytes, False, {}
         for segment_id, size in shared:
+            if type(segment_id) is not int or type(size) is not int or not 0 <= segment_id <= UINT64_MAX or not 0 <= size <= INT64_MAX:
+                check_id(segment_id, "segment id")
+                check_bytes(size, "segment size")
+            if segment_id in first:
+                continue  # a duplicate (rejected below): its first size counts
+            first[segment_id] = None
             segment = self.ledger.get(segment_id)
             if segment is None:
-                self.ledger[segment_id] = Segment(size, {key: True})
-                self.reshare(segment_id, size, 1, probation)
-            else:
-                segment.refs[key] = True
-                self.stale_segments.add(segment_id)
-                self.reshare(segment_id, segment.size, len(segment.refs), probation)
+                added += size
+            elif segment.size != size:
+                conflict = True
+        if self.held + added > HELD_BYTES_MAX:
+            raise KvspecError(f"BEN-KEY-2: exclusive_bytes and shared would take the bytes held from {self.held} to {self.held + added}, "
+                              f"above 2**53")
+        if not is_valid(cost):
+            return [], added, "invalid-cost-sample"
+        if key in self.entries:
+            return [], added, "already-resident-key"
+        if len(first) != len(shared):
+            return [], added, "duplicate-segment-reference"
+        return list(first), added, "segment-size-conflict" if conflict else None
 
-    def reshare(self, segment_id: int, size: int, refs: int, probation_change: int) -> None:
-        """A segment now has ``refs`` references, ``probation_change`` more of them probation ones: its part of the charge."""
-        old = self.shares.get(segment_id)
-        if old is None:
-            if not probation_change:
-                return
-            probation = 0
-        else:
-            probation, share, inexact = old
-            self.charge_total -= probation * share
-            self.charge_inexact -= probation * inexact
-        probation += probation_change
-        self.charge_additions += probation_change
-        if not probation:
-            del self.shares[segment_id]
-            return
-        share, inexact = share_terms(size, refs)
-        self.shares[segment_id] = (probation, share, inexact)
-        self.charge_total += probation * share
-        self.charge_inexact += probation * inexact
+    def register(self, key: int, shared: list[tuple[int, int]], probation: int) -> None:
+        """BEN-LEDGER-1: ``key`` references each segment; the shares of the others fall, and so their
+        scores go stale. Each segment's part of the charge anew (the new entry's ``probation`` term included)."""
+        ledger, shares = self.ledger, self.shares
+        total = inexact = 0
+        for segment_id, size in shared:
+            segment = ledger.get(segment_id)
+            if segment is None:
+                ledger[segment_id] = Segment(size, {key: True})
+                if probation:
+                    share, partial = share_terms(size, 1)
+                    shares[segment_id] = (1, share, partial)
+                    total += share
+                    inexact += partial
+                continue
+            segment.refs[key] = True
+            self.stale_segments.add(segment_id)
+            old = shares.get(segment_id)
+            if old is not None:
+                total -= old[0] * old[1]
+                inexact -= old[0] * old[2]
+                count = old[0] + probation
+            elif probation:
+                count = 1
+            else:
+                continue
+            share, partial = share_terms(segment.size, len(segment.refs))
+            shares[segment_id] = (count, share, partial)
+            total += count * share
+            inexact += count * partial
+        self.charge_total += total
+        self.charge_inexact += inexact
+        self.charge_additions += probation * len(shared)
 
     def record_hit(self, key: int, cost: CostSample) -> Decision | None:
         """BEN-HIT-1 to BEN-HIT-3, BEN-CLOCK-3; a hit probationer moves to the end of ``proven``."""
@@ -264,12 +286,13 @@ class IndexedBenefitPolicy(BenefitPolicy):
 
     def select_probation_cap_victims(self, pinned: frozenset[int] = frozenset()) -> CapRepair:
         """BEN-CAP-1 to BEN-CAP-5: the candidates in order, each one's references released in
-        ``released``, a scratch view of the segments it touches; the charge kept as in reshare."""
+        ``released``, a scratch view of the segments it touches; the charge kept as in register and release."""
         total, additions, inexact = self.charge_total, self.charge_additions, self.charge_inexact
         if self.within_budget(total, additions, inexact, []):
             return CapRepair("satisfied")
         released: dict[int, Released] = {}
         victims: list[int] = []
+        ledger, shares = self.ledger, self.shares
         for key in chain(self.unproven, self.proven):
             if key in pinned:
                 continue
@@ -278,17 +301,22 @@ class IndexedBenefitPolicy(BenefitPolicy):
             total -= whole(entry.exclusive_bytes)
             additions -= 2 + len(entry.segments)
             for segment_id in entry.segments:
+                segment = ledger[segment_id]
+                if len(segment.refs) == 1:  # the victim's alone, so no earlier victim's: it goes
+                    _, share, partial = shares[segment_id]
+                    total -= share
+                    inexact -= partial
+                    continue
                 seen = released.get(segment_id)
                 if seen is None:
-                    segment = self.ledger[segment_id]
-                    refs, size = len(segment.refs), segment.size
-                    probation, share, partial = self.shares[segment_id]
+                    probation, share, partial = shares[segment_id]
+                    refs, size = len(segment.refs) - 1, segment.size
                 else:
                     refs, size, probation, share, partial = seen
-                refs -= 1
+                    refs -= 1
+                total -= probation * share
+                inexact -= probation * partial
                 probation -= 1
-                total -= (probation + 1) * share
-                inexact -= (probation + 1) * partial
                 if refs:  # the shares of the others rise
                     if probation:
                         share, partial = share_terms(size, refs)
@@ -411,23 +439,43 @@ class IndexedBenefitPolicy(BenefitPolicy):
         return entry, self.select_probation_cap_victims(pinned)
 
     def release(self, key: int, entry: Entry) -> int:
-        """BEN-LEDGER-2: drop ``key``'s references, and its terms of the charge; the bytes of the segments dropped."""
+        """BEN-LEDGER-2: drop ``key``'s references, and its terms of the charge: the others' shares rise,
+        and so their scores go stale. The bytes of the segments dropped."""
         probation = 1 if entry.state == "probation" else 0
         if probation:
             del (self.proven if entry.hits else self.unproven)[key]
             self.charge_total -= whole(entry.exclusive_bytes)
-            self.charge_additions -= 2
-        dropped = 0
+            self.charge_additions -= 2 + len(entry.segments)
+        ledger, shares = self.ledger, self.shares
+        dropped = total = inexact = 0
         for segment_id in entry.segments:
-            segment = self.ledger[segment_id]
-            del segment.refs[key]
-            refs = len(segment.refs)
-            if refs:
-                self.stale_segments.add(segment_id)
-            else:
-                del self.ledger[segment_id]
+            segment = ledger[segment_id]
+            refs = segment.refs
+            del refs[key]
+            if not refs:
+                del ledger[segment_id]
                 dropped += segment.size
-            self.reshare(segment_id, segment.size, refs, -probation)
+                if probation:  # its only term goes
+                    _, share, partial = shares.pop(segment_id)
+                    total -= share
+                    inexact -= partial
+                continue
+            self.stale_segments.add(segment_id)
+            old = shares.get(segment_id)
+            if old is None:
+                continue
+            total -= old[0] * old[1]
+            inexact -= old[0] * old[2]
+            count = old[0] - probation
+            if count:
+                share, partial = share_terms(segment.size, len(refs))
+                shares[segment_id] = (count, share, partial)
+                total += count * share
+                inexact += count * partial
+            else:
+                del shares[segment_id]
+        self.charge_total += total
+        self.charge_inexact += inexact
         return dropped
 
     def used_bytes(self) -> int:

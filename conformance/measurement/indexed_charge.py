@@ -39,6 +39,7 @@ policy decides ``charge <= budget`` from these bounds when both agree, and knows
 they are equal; otherwise it computes the literal charge (the fallback, counted).
 """
 
+from functools import lru_cache
 from math import ldexp
 
 SCALE = 128  # every leaf times 2**SCALE is a whole number (the proof above needs 116)
@@ -51,6 +52,7 @@ def whole(exclusive_bytes: int) -> int:
     return int(float(exclusive_bytes)) << SCALE
 
 
+@lru_cache(maxsize=1 << 16)  # a trace's segments mostly have one size, and few reference counts
 def share_terms(size: int, refs: int) -> tuple[int, int]:
     """The leaf fl(size / refs) (BEN-LEDGER-3, the same int / int division as the reference's),
     times 2**SCALE, and 1 when it is not a whole number."""
