@@ -234,9 +234,9 @@ class MissNotRescored(IndexedBenefitPolicy):
     """Keeps an entry's score when a miss lowers its reuse probability."""
 
     def record_miss(self, key: int) -> None:
-        stale = set(self.stale_keys)
+        stale = set(self.scored.stale_keys)
         IndexedBenefitPolicy.record_miss(self, key)
-        self.stale_keys = stale
+        self.scored.stale_keys = stale
 
 
 @dataclass(slots=True, eq=False)

@@ -18,9 +18,7 @@ the same score(). What it indexes:
   them releasing each candidate's references in a scratch overlay of the segments it touches, not
   a copy of the ledger; the caller's removal of the first victim consumes the walk's result;
 - the victim order (BEN-VICTIM-2): the same first dict, then a heap of (score, key) refreshed
-  lazily: an entry hit, missed or admitted, and every entry referencing a segment whose reference
-  count changed, is rescored before the next selection, every entry after pressure decay
-  (BEN-DECAY-2); BEN-VICTIM-4's freed bytes count each segment's chosen references;
+  lazily (indexed_scores.py); BEN-VICTIM-4's freed bytes count each segment's chosen references;
 - the ghosts (BEN-GHOST-2, BEN-GHOST-4): a heap of (last_observation, key), cleaned lazily;
 - the bytes the entries hold (BEN-CMP-2's used).
 """
@@ -32,12 +30,13 @@ from itertools import chain
 from kvspec.adapters.benefit import BenefitState, EntryView, ReferenceBenefitAdapter
 from kvspec.adapters.interface import Identity
 from kvspec.conformance.measurement.indexed_charge import charge_bounds, share_terms, whole
+from kvspec.conformance.measurement.indexed_scores import ScoreOrder
 from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.benefit import BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.config import HELD_BYTES_MAX, UINT64_MAX, check_bytes, check_id, is_valid, net_benefit
 from kvspec.reference.benefit.ledger import Segment
 from kvspec.reference.benefit.policy import Ghost
-from kvspec.reference.benefit.score import Entry, score
+from kvspec.reference.benefit.score import Entry
 from kvspec.reference.benefit.selection import charge_after, in_grace
 from kvspec.reference.validation import INT64_MAX
 
@@ -60,11 +59,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
     charge_additions: int = 0  # A
     charge_inexact: int = 0
     literal_charges: int = 0  # how often the bounds could not decide
-    scores: dict[int, tuple[float, int]] = field(default_factory=dict)  # each scored entry's live item of score_heap
-    score_heap: list[tuple[float, int]] = field(default_factory=list)
-    stale_keys: set[int] = field(default_factory=set)
-    stale_segments: set[int] = field(default_factory=set)  # their references' scores are stale
-    rescore_all: bool = False
+    scored: ScoreOrder = field(default_factory=ScoreOrder)
     ghost_heap: list[tuple[int, int]] = field(default_factory=list)
     pending: tuple[frozenset[int], CapRepair] | None = None  # the last cap walk, until its first victim is removed
 
@@ -94,7 +89,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
             (self.proven if hits else self.unproven)[key] = None  # the newest observation: last
             self.charge_total += whole(exclusive_bytes)
             self.charge_additions += 2
-        self.stale_keys.add(key)
+        self.scored.stale_keys.add(key)
         return Decision("admit-persist" if persist else "admit-probation", reason, self.select_probation_cap_victims(pinned))
 
     def offer_checks(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample) -> tuple[list[int], int, str | None]:
@@ -143,7 +138,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
                     inexact += partial
                 continue
             segment.refs[key] = True
-            self.stale_segments.add(segment_id)
+            self.scored.stale_segments.add(segment_id)
             old = shares.get(segment_id)
             if old is not None:
                 total -= old[0] * old[1]
@@ -171,7 +166,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
         if entry is None:
             return None
         self.pending = None
-        self.stale_keys.add(key)
+        self.scored.stale_keys.add(key)
         f = self.config.decay_factor
         unproven = entry.hits == 0
         entry.hits += 1
@@ -210,7 +205,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
         if entry is not None:
             entry.misses += 1
             entry.ow = entry.ow * self.config.decay_factor + 1.0
-            self.stale_keys.add(key)
+            self.scored.stale_keys.add(key)
 
     def observe_pressure(self, pressure: float) -> None:
         """BEN-DECAY-1 to BEN-DECAY-3. Each weight is updated on its own, so the order of BEN-DECAY-2
@@ -228,7 +223,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
             entry.ow *= observe
         for key, ghost in list(self.ghosts.items()):
             self.ghosts[key] = ghost._replace(rw=ghost.rw * keep, ow=ghost.ow * observe)
-        self.rescore_all = True
+        self.scored.all_stale = True
         self.expire_ghosts()
 
     def expire_ghosts(self) -> None:
@@ -272,6 +267,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
         return self.literal_charge(leaving) <= budget
 
     def charge(self, total: int, additions: int, inexact: int, leaving: list[int]) -> int:
+        """BEN-LEDGER-5 once ``leaving`` are gone."""
         least, greatest = charge_bounds(total, additions, inexact)
         return least if least == greatest else self.literal_charge(leaving)
 
@@ -339,38 +335,26 @@ class IndexedBenefitPolicy(BenefitPolicy):
         check_bytes(bytes_to_free, "bytes_to_free")
         if bytes_to_free == 0:
             return Victims((), 0)
-        self.refresh_scores()
+        self.scored.refresh(self.entries, self.ledger, self.config.min_reuse_probability)
         grace, clock = self.config.grace_observations, self.clock
         chosen: list[int] = []
         waiting: list[int] = []  # in grace
         chosen_refs: dict[int, int] = {}
         freed = 0
-        for key in self.unproven:
-            if freed >= bytes_to_free:
-                break
-            if key not in pinned:
-                if in_grace(self.entries[key], clock, grace):
-                    waiting.append(key)
-                else:
-                    chosen.append(key)
-                    freed += self.released_by(key, chosen_refs)
-        else:
-            heap, looked = self.score_heap, []
-            while heap and freed < bytes_to_free:
-                item = heappop(heap)
-                key = item[1]
-                if self.scores.get(key) is not item:
-                    continue  # stale
-                looked.append(item)
-                if key in self.unproven or key in pinned:
+        scored = self.scored.ascending()
+        try:
+            for key in chain(self.unproven, (key for key in scored if key not in self.unproven)):
+                if freed >= bytes_to_free:
+                    break
+                if key in pinned:
                     continue
                 if in_grace(self.entries[key], clock, grace):
                     waiting.append(key)
                 else:
                     chosen.append(key)
                     freed += self.released_by(key, chosen_refs)
-            for item in looked:
-                heappush(heap, item)
+        finally:
+            scored.close()
         for key in waiting:
             if freed >= bytes_to_free:
                 break
@@ -390,37 +374,6 @@ class IndexedBenefitPolicy(BenefitPolicy):
                 freed += segment.size
         return freed
 
-    def refresh_scores(self) -> None:
-        """Rescore the stale entries, every one after decay, and keep only their new items live."""
-        stale = self.stale_keys
-        if self.rescore_all:
-            stale = set(self.entries)
-            self.scores, self.score_heap = {}, []
-        for segment_id in self.stale_segments:
-            segment = self.ledger.get(segment_id)
-            if segment is not None:
-                stale.update(segment.refs)
-        floor = self.config.min_reuse_probability
-        for key in stale:
-            entry = self.entries.get(key)
-            if entry is None:
-                continue
-            value = score(self.ledger, key, entry, floor)
-            if value is None:
-                self.scores.pop(key, None)
-            else:
-                self.scores[key] = item = (value, key)
-                heappush(self.score_heap, item)
-        self.stale_keys, self.stale_segments, self.rescore_all = set(), set(), False
-        if len(self.score_heap) > 2 * len(self.scores) + 64:
-            self.score_heap = list(self.scores.values())
-            heapify(self.score_heap)
-
-    def score_of(self, key: int) -> float | None:
-        """The entry's score as the index holds it (refresh_scores first)."""
-        item = self.scores.get(key)
-        return None if item is None else item[0]
-
     def remove(self, key: int, pinned: frozenset[int] = frozenset()) -> tuple[Entry, CapRepair] | None:
         """BEN-REMOVE-1. Removing the first victim of the last cap walk, under the same pins, leaves
         the state that walk reached after it; the fresh repair is the rest of the walk."""
@@ -432,7 +385,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
         self.record_ghost(key, entry)
         self.used -= entry.exclusive_bytes
         self.held -= entry.exclusive_bytes + self.release(key, entry)
-        self.scores.pop(key, None)
+        self.scored.forget(key)
         if pending is not None and pending[0] == pinned and pending[1].victims[0] == key:
             repair = pending[1]
             return entry, self.pend(pinned, repair._replace(victims=repair.victims[1:]))
@@ -460,7 +413,7 @@ class IndexedBenefitPolicy(BenefitPolicy):
                     total -= share
                     inexact -= partial
                 continue
-            self.stale_segments.add(segment_id)
+            self.scored.stale_segments.add(segment_id)
             old = shares.get(segment_id)
             if old is None:
                 continue
@@ -479,13 +432,14 @@ class IndexedBenefitPolicy(BenefitPolicy):
         return dropped
 
     def used_bytes(self) -> int:
+        """BEN-CMP-2: the entries' exclusive bytes."""
         return self.used
 
 
 def indexed_state(policy: IndexedBenefitPolicy) -> BenefitState:
     """The state in the adapter's shape, its scores and probation charge as the indexes hold them."""
-    policy.refresh_scores()
-    entries = tuple(EntryView(key, e.state, e.hits, e.misses, e.rw, e.ow, e.last_observation, policy.score_of(key))
+    policy.scored.refresh(policy.entries, policy.ledger, policy.config.min_reuse_probability)
+    entries = tuple(EntryView(key, e.state, e.hits, e.misses, e.rw, e.ow, e.last_observation, policy.scored.score_of(key))
                     for key, e in sorted(policy.entries.items()))
     ghosts = tuple((key, g.hits, g.rw, g.ow, g.last_observation) for key, g in sorted(policy.ghosts.items()))
     return BenefitState(policy.clock, entries, ghosts, policy.probation_charge())
