@@ -73,7 +73,8 @@ def measure_point(trace: str, gib: int, rounds: int, reference: bool) -> list[di
             runs[policy].append(run_once(trace, policy, gib))
     rows = [best(runs[policy]) for policy in POLICIES if runs[policy]]
     if reference and rows[0]["side"] != rows[1]["side"]:
-        raise SystemExit(f"MISMATCH {trace} {gib} GiB: the reference's benefit policy gives {rows[0]['side']}, the indexed one {rows[1]['side']}")
+        raise SystemExit(f"MISMATCH {trace} {gib} GiB: the reference's benefit policy gives {rows[0]['side']}, "
+                         f"the indexed one {rows[1]['side']}")
     return rows
 
 
@@ -90,7 +91,8 @@ def compare_end_to_end() -> dict[str, float]:
 
 def ratio_lines(rows: list[dict[str, object]]) -> list[str]:
     """Per trace and capacity: the indexed policy's CPU time over S3FIFO's, and the reference's over the indexed one's."""
-    lines = ["| trace | capacity | benefit (indexed) CPU (s) | s3fifo CPU (s) | indexed / s3fifo | reference / indexed |", "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| trace | capacity | benefit (indexed) CPU (s) | s3fifo CPU (s) | indexed / s3fifo | reference / indexed |",
+             "|---|---:|---:|---:|---:|---:|"]
     points = sorted({(str(r["trace"]), int(r["capacity_gib"])) for r in rows}, key=lambda p: (TRACES.index(p[0]), p[1]))  # type: ignore[call-overload]
     for trace, gib in points:
         cpu = {r["policy"]: float(r["cpu_s"]) for r in rows if (r["trace"], r["capacity_gib"]) == (trace, gib)}  # type: ignore[arg-type]
@@ -103,7 +105,8 @@ def ratio_lines(rows: list[dict[str, object]]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capacities", default="16,64,256", help="GiB, comma-separated (default 16,64,256)")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of the indexed benefit policy and of each block policy, interleaved (default 3)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of the indexed benefit policy and of each block policy, interleaved (default 3)")
     parser.add_argument("--skip-reference", action="store_true", help="leave out the reference's benefit policy (about 1 to 15 s a point)")
     parser.add_argument("--output-dir", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--run", nargs=3, help=argparse.SUPPRESS)  # trace policy capacity: one run, in this process
@@ -117,12 +120,14 @@ def main() -> int:
     print(f"kvspec compare {COMPARED}: {compare['cpu_s']:.2f} s CPU, {compare['wall_s']:.2f} s wall", file=sys.stderr)
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "prefix.json").write_text(json.dumps({"machine": machine, "rounds": args.rounds, "rows": rows, "compare": compare}, indent=2) + "\n")
-    lines = ["| trace | capacity | policy | CPU (s) | replay (s) | requests/s | peak RSS growth (MiB) |", "|---|---:|---|---:|---:|---:|---:|"]
-    lines += [f"| {r['trace']} | {r['capacity_gib']} GiB | {r['policy']} | {r['cpu_s']:.2f} | {r['wall_s']:.2f} | {r['requests_per_s']:,.0f} | "
-              f"{r['rss_growth_kib'] / 1024:.1f} |" for r in rows]
-    header = (f"Python {machine['python']}, {machine['machine']}, {machine['cpus']} CPUs, contracts off. The least CPU time of {args.rounds} "
-              f"interleaved runs (the reference's benefit policy: one run).\n\n")
+    results = {"machine": machine, "rounds": args.rounds, "rows": rows, "compare": compare}
+    (args.output_dir / "prefix.json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = ["| trace | capacity | policy | CPU (s) | replay (s) | requests/s | peak RSS growth (MiB) |",
+             "|---|---:|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['trace']} | {r['capacity_gib']} GiB | {r['policy']} | {r['cpu_s']:.2f} | {r['wall_s']:.2f} | "
+              f"{r['requests_per_s']:,.0f} | {r['rss_growth_kib'] / 1024:.1f} |" for r in rows]
+    header = (f"Python {machine['python']}, {machine['machine']}, {machine['cpus']} CPUs, contracts off. "
+              f"The least CPU time of {args.rounds} interleaved runs (the reference's benefit policy: one run).\n\n")
     footer = f"\n\n`kvspec compare {COMPARED}`: {compare['cpu_s']:.2f} s CPU, {compare['wall_s']:.2f} s wall.\n"
     (args.output_dir / "prefix.md").write_text(header + "\n".join(lines) + "\n\n" + "\n".join(ratio_lines(rows)) + footer)
     return 0

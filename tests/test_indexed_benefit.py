@@ -50,7 +50,8 @@ def test_the_indexed_policy_conforms_at_the_thorough_profile(seed: int, tmp_path
 def in_a_process(code: str, *args: str) -> list[str]:
     """``code`` run by a Python of its own with the reference's O(1) contracts, without typeguard's
     checks of every kvspec call (which make these replays ten times slower): its lines of output."""
-    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600, env={**os.environ, "KVSPEC_CONTRACTS": "1"})
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "KVSPEC_CONTRACTS": "1"})
     assert run.returncode == 0, run.stderr
     return run.stdout.splitlines()
 
@@ -192,7 +193,8 @@ def test_the_literal_charge_decides_where_the_bound_cannot_and_both_ways_agree()
     tell 4 from 5, so the indexed policy computes the literal charge, 5, and the cap repair
     follows it; with a budget of 6 the bound decides alone."""
     indexed, reference = nine_references(4)
-    assert ceiling(indexed.charge_total) == 4 and charge_bounds(indexed.charge_total, indexed.charge_additions, indexed.charge_inexact) == (4, 5)
+    assert ceiling(indexed.charge_total) == 4
+    assert charge_bounds(indexed.charge_total, indexed.charge_additions, indexed.charge_inexact) == (4, 5)
     before = indexed.literal_charges
     assert indexed.probation_charge() == probation_charge(reference.entries, reference.ledger) == 5
     assert indexed.select_probation_cap_victims() == reference.select_probation_cap_victims() == CapRepair("satisfied", (1,))

@@ -92,7 +92,8 @@ class IndexedBenefitPolicy(BenefitPolicy):
         self.scored.stale_keys.add(key)
         return Decision("admit-persist" if persist else "admit-probation", reason, self.select_probation_cap_victims(pinned))
 
-    def offer_checks(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample) -> tuple[list[int], int, str | None]:
+    def offer_checks(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]],
+                     cost: CostSample) -> tuple[list[int], int, str | None]:
         """BEN-KEY-1, BEN-KEY-2 (the error first), then BEN-ADMIT-1's rejection if any, as BenefitPolicy's
         check_id, check_bytes, new_bytes and structural_reject find them, in one pass over ``shared``: the
         segment ids (in order, once each), the bytes the offer adds and the rejection."""

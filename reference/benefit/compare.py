@@ -69,5 +69,5 @@ def replay_lru(accesses: Iterable[Access], capacity: int) -> Side:
 def compare(name: str, accesses: list[Access], capacity: int, config: BenefitConfig | None = None,
             policy_class: Callable[[BenefitConfig], BenefitPolicy] = BenefitPolicy) -> ComparisonRow:
     """BEN-CMP-1: both sides, the same trace, the same capacity."""
-    return ComparisonRow(trace=name, capacity_bytes=capacity, policy=replay_policy(accesses, capacity, config or BenefitConfig(), policy_class),
-                         lru=replay_lru(accesses, capacity))
+    policy = replay_policy(accesses, capacity, config or BenefitConfig(), policy_class)
+    return ComparisonRow(trace=name, capacity_bytes=capacity, policy=policy, lru=replay_lru(accesses, capacity))
