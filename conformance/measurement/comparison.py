@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
@@ -27,8 +28,10 @@ class Comparison(BaseModel):
 
 
 def run(capacity: int | None) -> Comparison:
-    """Every seeded trace at its own capacity, or all at ``capacity`` bytes."""
-    return Comparison(rows=[compare(name, make(), capacity or default) for name, (make, default) in TRACES.items()])
+    """Every seeded trace at its own capacity, or all at ``capacity`` bytes; the benefit policy indexed
+    (indexed_benefit.py: the reference's results, certified)."""
+    return Comparison(rows=[compare(name, make(), capacity or default, policy_class=IndexedBenefitPolicy)
+                            for name, (make, default) in TRACES.items()])
 
 
 def ratio(policy: float, lru: float) -> str:
@@ -109,8 +112,9 @@ DialectPolicies = tuple[str, Mapping[str, Dialect]]
 
 def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path: str, capacities: list[int],
               block_size: int = 512, model: Model = Model(), dialects: Sequence[DialectPolicies] = ()) -> TraceComparison:
-    """Every policy of BEN-PREFIX-6 at every capacity, then each of ``dialects``' policies, then the
-    offline optimum and a cache that never evicts from one more reading; ``records(label)`` reads the trace afresh."""
+    """Every policy of BEN-PREFIX-6 at every capacity (the benefit policy indexed, as in ``run``), then each of
+    ``dialects``' policies, then the offline optimum and a cache that never evicts from one more reading;
+    ``records(label)`` reads the trace afresh."""
     capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
     sides = []
     dialect_sides = []
@@ -118,7 +122,7 @@ def run_trace(records: Callable[[str], Iterator[tuple[int, TraceRecord]]], path:
         for policy in PREFIX_POLICIES:
             label = f"{Path(path).name}, {policy} at {capacity / GIB:g} GiB"
             if policy == "benefit":
-                sides.append(replay_benefit(records(label), capacity, block_size, model, path))
+                sides.append(replay_benefit(records(label), capacity, block_size, model, path, IndexedBenefitPolicy))
             else:
                 sides.append(replay_blocks(records(label), policy, capacity, block_size, model, path))
         for name, policies in dialects:
