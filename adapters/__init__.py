@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from kvspec.reference import KvspecError
+from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT
 
 from .benefit import BenefitAdapter
 from .inprocess import InProcessAdapter
@@ -29,8 +30,6 @@ REPLAY_METHODS = ("configure", "hit_tokens", "access", "resident_count", "snapsh
 BENEFIT_METHODS = ("configure_benefit", "consider_admission", "record_hit", "record_miss", "observe_pressure", "choose_victims",
                    "select_probation_cap_victims", "remove", "benefit_state")  # benefit.BenefitAdapter
 SPEC_FORMS = '"reference", "python:module:factory" or "cmd:program args"'
-REPLY_TIMEOUT = 10.0  # PROTO-15: seconds for a reply ...
-START_TIMEOUT = 30.0  # ... and for the start reply, or an in-process factory
 
 Started = ProcessAdapter | InProcessAdapter
 

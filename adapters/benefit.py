@@ -6,6 +6,7 @@ reports BenefitState after every operation: the clock, every entry with its acco
 score, every ghost, and the probation charge.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -85,13 +86,15 @@ def state_of(policy: BenefitPolicy) -> BenefitState:
 
 
 class ReferenceBenefitAdapter:
-    """kvspec.reference.benefit behind the BenefitAdapter interface, at the state level."""
+    """kvspec.reference.benefit behind the BenefitAdapter interface, at the state level; or the
+    policy ``policy_factory`` builds, which has BenefitPolicy's operations."""
 
     identity = Identity(name="kvspec-reference", language="python", version=SPEC_VERSION)
     level: Level = "state"
     policies = ("benefit",)
 
-    def __init__(self) -> None:
+    def __init__(self, policy_factory: Callable[[BenefitConfig], BenefitPolicy] = BenefitPolicy) -> None:
+        self._policy_factory = policy_factory
         self._benefit: BenefitPolicy | None = None
 
     @property
@@ -103,7 +106,7 @@ class ReferenceBenefitAdapter:
     def configure_benefit(self, config: BenefitConfig) -> None:
         self._benefit = None  # PROTO-20: refused or not, the earlier policy is gone
         try:
-            self._benefit = BenefitPolicy(config)
+            self._benefit = self._policy_factory(config)
         except ConfigError as error:
             raise ConfigRefused(str(error)) from error
 

@@ -8,8 +8,9 @@ call waits longer than its timeout, and no process is left unreaped.
 """
 
 import json
+import math
 import os
-import queue
+import select
 import selectors
 import shlex
 import signal
@@ -70,6 +71,8 @@ STDERR_SHOWN = 3  # ... and shown in a failure message
 STDERR_LINE_CHARS = 300
 STOP_GRACE = 2.0  # PROTO-13: seconds the process has to exit after stop
 PREVIEW_CHARS = 200
+CHUNK = 1 << 16  # bytes read from stdout at a time
+POLL_SLICE = 3600.0  # seconds: a longer deadline is waited out in slices, poll's milliseconds being a C int
 
 _EOF = b""
 
@@ -89,22 +92,6 @@ def _preview(text: str) -> str:
     return repr(text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "...")
 
 
-def _read_stdout(stream: IO[bytes], lines: "queue.Queue[bytes]") -> None:
-    """PROTO-1: one reply a line; EOF is queued as b""."""
-    try:
-        while True:
-            line = stream.readline(MAX_LINE)
-            if not line:
-                break
-            lines.put(line)
-            if len(line) >= MAX_LINE and not line.endswith(b"\n"):
-                break
-    except (OSError, ValueError):
-        pass
-    finally:
-        lines.put(_EOF)
-
-
 def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
     """PROTO-1: stderr is free for logs; the last lines are kept for failure messages."""
     try:
@@ -119,7 +106,12 @@ def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
         pass
 
 
+# Built once: building a TypeAdapter costs more than a round trip.
+START_REPLY: TypeAdapter[Any] = TypeAdapter(StartReply)
+HIT_TOKENS_REPLY: TypeAdapter[Any] = TypeAdapter(HitTokensReply)
 ACCESS_REPLY: TypeAdapter[Any] = TypeAdapter(AccessReply)
+RESIDENT_COUNT_REPLY: TypeAdapter[Any] = TypeAdapter(ResidentCountReply)
+SNAPSHOT_REPLY: TypeAdapter[Any] = TypeAdapter(SnapshotReply)
 DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
 VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
@@ -143,7 +135,8 @@ class ProcessAdapter:
         self._seq = 0
         self._failed: str | None = None
         self._closed = False
-        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._unread = bytearray()  # what the process has written to stdout that no reply has taken yet
+        self._stdout_ended = False
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         try:
             # PROTO-4: started once; its own session, so that a kill reaches everything it started.
@@ -158,16 +151,18 @@ class ProcessAdapter:
         assert self.process.stdin is not None and self.process.stdout is not None and self.process.stderr is not None
         self._stdin_fd = self.process.stdin.fileno()
         os.set_blocking(self._stdin_fd, False)  # a process that stops reading must not block kvspec
-        self._threads = [
-            threading.Thread(target=_read_stdout, args=(self.process.stdout, self._lines), daemon=True),
-            threading.Thread(target=_read_stderr, args=(self.process.stderr, self._stderr), daemon=True),
-        ]
+        # Replies are read in the caller's thread, not by a thread of their own: handing each reply
+        # from one thread to another would cost two thread switches a request.
+        self._stdout_fd = self.process.stdout.fileno()
+        self._stdout_ready = select.poll()
+        self._stdout_ready.register(self._stdout_fd, select.POLLIN)
+        self._threads = [threading.Thread(target=_read_stderr, args=(self.process.stderr, self._stderr), daemon=True)]
         for thread in self._threads:
             thread.start()
         # PROTO-5, PROTO-6: the version, who is under test, its level and policies.
         reply = self._call(
             StartRequest(cmd="start", seq=0, protocol=PROTOCOL_VERSION),
-            TypeAdapter(StartReply),
+            START_REPLY,
             "the start reply",
             self.start_timeout,
         )
@@ -209,20 +204,20 @@ class ProcessAdapter:
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         """PROTO-9."""
         request = HitTokensRequest(cmd="hit_tokens", seq=self._seq, hash_ids=hash_ids, input_length=input_length)
-        reply: HitTokensReply = self._call(request, TypeAdapter(HitTokensReply), 'a hit_tokens reply ({"hit_tokens": t})')
+        reply: HitTokensReply = self._call(request, HIT_TOKENS_REPLY, 'a hit_tokens reply ({"hit_tokens": t})')
         return reply.hit_tokens
 
     def access(self, hash_ids: list[int], input_length: int | None = None) -> None:
         """PROTO-10: ``input_length`` only when given."""
         fields = {} if input_length is None else {"input_length": input_length}
         self._call(
-            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids, **fields), TypeAdapter(AccessReply), 'an access reply ({"ok": true})'
+            AccessRequest(cmd="access", seq=self._seq, hash_ids=hash_ids, **fields), ACCESS_REPLY, 'an access reply ({"ok": true})'
         )
 
     def resident_count(self) -> int:
         """PROTO-11."""
         request = ResidentCountRequest(cmd="resident_count", seq=self._seq)
-        reply: ResidentCountReply = self._call(request, TypeAdapter(ResidentCountReply), 'a resident_count reply ({"resident_count": c})')
+        reply: ResidentCountReply = self._call(request, RESIDENT_COUNT_REPLY, 'a resident_count reply ({"resident_count": c})')
         return reply.resident_count
 
     def snapshot(self) -> Snapshot:
@@ -232,7 +227,7 @@ class ProcessAdapter:
                 f"{self.name}: PROTO-6: a snapshot is asked only of a state-level implementation, and this one is {self.level!r}"
             )
         reply: SnapshotReply = self._call(
-            SnapshotRequest(cmd="snapshot", seq=self._seq), TypeAdapter(SnapshotReply), 'a snapshot reply ({"small", "main", "ghost"})'
+            SnapshotRequest(cmd="snapshot", seq=self._seq), SNAPSHOT_REPLY, 'a snapshot reply ({"small", "main", "ghost"})'
         )
         return Snapshot(small=tuple(reply.small), main=tuple(reply.main), ghost=tuple(reply.ghost))
 
@@ -321,7 +316,7 @@ class ProcessAdapter:
             except (OSError, TimeoutError):
                 pass
             try:
-                status = self.process.wait(timeout=STOP_GRACE)
+                status = self._wait_reading(STOP_GRACE)
             except subprocess.TimeoutExpired:
                 problem = f"the process did not exit within {STOP_GRACE:g} s of stop"
             else:
@@ -339,7 +334,7 @@ class ProcessAdapter:
         self.close()
 
     def __del__(self) -> None:
-        # At interpreter shutdown a reader thread may hold its stream's lock for good: closing the
+        # At interpreter shutdown the stderr reader thread may hold its stream's lock for good: closing the
         # stream then aborts the interpreter, and the process group is killed by the OS anyway.
         if sys.is_finalizing():
             return
@@ -366,8 +361,8 @@ class ProcessAdapter:
         except OSError:
             self._fail(cmd, seq, self._exited("before reading its request"), expected)
         try:
-            raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            raw = self._reply_line(deadline)
+        except TimeoutError:
             self._fail(cmd, seq, f"no reply to {cmd} within {self._timeout(timeout):g} s (hung?)", expected, timed_out=True)
         if raw == _EOF:
             self._fail(cmd, seq, self._exited("before replying"), expected)
@@ -396,24 +391,77 @@ class ProcessAdapter:
         except ValidationError as error:
             self._fail(cmd, seq, f"a reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
 
+    def _reply_line(self, deadline: float) -> bytes:
+        """PROTO-1: the next line the process writes to stdout, at most MAX_LINE bytes (a longer one
+        is cut there), the last one without its newline; _EOF once stdout is closed; TimeoutError
+        past ``deadline``."""
+        unread, searched = self._unread, 0
+        while True:
+            end = unread.find(b"\n", searched, MAX_LINE)
+            if end >= 0 or len(unread) >= MAX_LINE or self._stdout_ended:
+                taken = end + 1 if end >= 0 else min(len(unread), MAX_LINE)
+                line = bytes(unread[:taken])
+                del unread[:taken]
+                return line
+            searched = len(unread)
+            remaining = max(0.0, deadline - time.monotonic())
+            if self._stdout_ready.poll(math.ceil(min(remaining, POLL_SLICE) * 1000)):
+                self._read_stdout()
+            elif remaining <= POLL_SLICE:
+                raise TimeoutError
+
+    def _read_stdout(self) -> None:
+        """What the process has written to stdout, once it is readable."""
+        try:
+            chunk = os.read(self._stdout_fd, CHUNK)
+        except OSError:  # as good as closed
+            chunk = b""
+        if chunk:
+            self._unread += chunk
+        else:
+            self._stdout_ended = True
+
+    def _wait_reading(self, seconds: float) -> int:
+        """The exit status within ``seconds`` (subprocess.TimeoutExpired otherwise). Whatever the
+        process writes to stdout meanwhile is read and dropped, so that a full pipe does not hold it."""
+        deadline = time.monotonic() + seconds
+        while not self._stdout_ended and self.process.poll() is None and time.monotonic() < deadline:
+            if self._stdout_ready.poll(10):  # ms: stdout ends as the process exits, or a child of it holds stdout open
+                self._read_stdout()
+                self._unread.clear()
+        return self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+
     def _timeout(self, timeout: float | None) -> float:
         return self.reply_timeout if timeout is None else timeout
 
     def _write(self, data: bytes, deadline: float) -> None:
-        """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError."""
-        view = memoryview(data)
+        """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError.
+        Meanwhile stdout is read, so that a process writing there before it reads on is not held
+        by a full pipe."""
+        try:  # a request fits the pipe's buffer as a rule: a selector only for what does not
+            view = memoryview(data)[os.write(self._stdin_fd, data) :]
+        except BlockingIOError:
+            view = memoryview(data)
+        if not view:
+            return
         with selectors.DefaultSelector() as selector:
             selector.register(self._stdin_fd, selectors.EVENT_WRITE)
+            if not self._stdout_ended:
+                selector.register(self._stdout_fd, selectors.EVENT_READ)
             while view:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
-                if not selector.select(remaining):
-                    continue
-                try:
-                    view = view[os.write(self._stdin_fd, view) :]
-                except BlockingIOError:
-                    continue
+                for key, _ in selector.select(remaining):
+                    if key.fd == self._stdout_fd:
+                        self._read_stdout()
+                        if self._stdout_ended:
+                            selector.unregister(self._stdout_fd)
+                        continue
+                    try:
+                        view = view[os.write(self._stdin_fd, view) :]
+                    except BlockingIOError:
+                        pass
 
     def _exited(self, when: str) -> str:
         try:
@@ -437,7 +485,7 @@ class ProcessAdapter:
         return " ".join(f"{self.name}: {cmd} (seq {seq}): {problem}; expected {expected}; last stderr: {stderr}".split("\n"))
 
     def _kill(self) -> None:
-        """Kill the process group, reap the process (no zombie), and let the reader threads end."""
+        """Kill the process group, reap the process (no zombie), and let the stderr reader thread end."""
         process = self.process
         if process.returncode is None:
             try:

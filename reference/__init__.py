@@ -4,12 +4,23 @@ spec/fifo.md. Each rule is a function that cites its clause id."""
 from .errors import ConfigError, KvspecError, TraceError
 from .fifo import FIFO
 from .lru import LRU
-from .replay import POLICIES, Policy, ReplayConfig, ReplayResult, RequestResult, make_policy, replay, replay_request
+from .replay import POLICIES, Policy, ReplayConfig, make_policy, replay, replay_request
 from .s3fifo import S3FIFO, Caps, caps_for
-from .trace import TraceFile, TraceRecord, bundled_trace_path
+from .trace import TraceFile, bundled_trace_path
 
 SPEC_VERSION = "0.1.0"
 ALL_POLICIES = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
+MODELS = ("ReplayResult", "RequestResult", "TraceRecord")  # pydantic's (models.py)
+
+
+def __getattr__(name: str) -> object:
+    """The pydantic models, loaded with pydantic when one is first asked for: printing help and
+    `kvspec replay` need none of them."""
+    if name in MODELS:
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ALL_POLICIES", "FIFO", "LRU", "POLICIES", "S3FIFO", "SPEC_VERSION", "Caps", "ConfigError", "KvspecError", "Policy",

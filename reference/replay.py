@@ -1,22 +1,23 @@
 """Longest-prefix block replay (spec/replay.md): the policy-independent half of the spec."""
 
+from __future__ import annotations
+
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from .constants import POLICIES, PolicyName
 from .contracts import ensure, require, snapshot
 from .dialects import CANONICAL, Dialect, EngineCache, dialect_policy, in_catalogue_order
 from .errors import ConfigError, TraceError
 from .fifo import FIFO
 from .lru import LRU
 from .s3fifo import S3FIFO
-from .trace import TraceRecord
-from .validation import INT64_MAX, INT64_MIN, check_count
+from .trace import Request
+from .validation import INT64_MAX, check_count
 
-PolicyName = Literal["s3fifo", "lru", "fifo"]
-POLICIES: tuple[PolicyName, ...] = ("s3fifo", "lru", "fifo")
+if TYPE_CHECKING:
+    from .models import ReplayResult, RequestResult, TraceRecord
 
 
 class Policy(Protocol):
@@ -86,7 +87,7 @@ def hit_tokens(k: int, block_size: int, input_length: int) -> int:
     return min(k * block_size, input_length)
 
 
-def check_block_count(path: str, line_number: int, record: TraceRecord, block_size: int) -> None:
+def check_block_count(path: str, line_number: int, record: TraceRecord | Request, block_size: int) -> None:
     """REPLAY-TRACE-3: input_length in ((n - 1) * block_size, n * block_size] for n hash ids."""
     n = len(record.hash_ids)
     if not (n - 1) * block_size < record.input_length <= n * block_size:
@@ -183,30 +184,31 @@ class PolicyServer:
         return self.policy.resident_count()
 
 
-class RequestResult(BaseModel):
-    """REPLAY-RESULT-2: one request's line of the result."""
+def __getattr__(name: str) -> object:
+    """RequestResult and ReplayResult, loaded with pydantic when one is first asked for (models.py)."""
+    if name in ("RequestResult", "ReplayResult"):
+        from . import models
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    hit_tokens: int = Field(ge=0, le=INT64_MAX)
-    prompt_tokens: int = Field(ge=1, le=INT64_MAX)
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class ReplayResult(BaseModel):
-    """REPLAY-RESULT-1 to REPLAY-RESULT-4: the result, with seed 000's field names."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class Replayed:
+    """REPLAY-RESULT-1 to REPLAY-RESULT-4: a replay's result as the replay makes it, with ReplayResult's
+    fields in its order (tests/test_startup.py holds them to it); ReplayResult validates it, and
+    writes the JSON (conformance/cli/spool.py writes the same JSON without pydantic)."""
 
     policy: PolicyName
-    block_size: int = Field(ge=1, le=INT64_MAX)
+    block_size: int
     small_ratio: float | None
-    max_freq: int | None = Field(ge=0, le=INT64_MAX)
-    requests: int = Field(ge=0, le=INT64_MAX)
-    total_hit_tokens: int = Field(ge=0, le=INT64_MAX)
-    total_prompt_tokens: int = Field(ge=0, le=INT64_MAX)
-    final_cache_blocks: int = Field(ge=0, le=INT64_MAX)
-    cache_capacity_blocks: int = Field(ge=INT64_MIN, le=INT64_MAX)  # below 1 only in a dialect (REPLAY-DIALECT-1, REPLAY-DIALECT-2)
-    dialect: list[str] | None = None  # DIALECT-6: the variation points, in spec/dialects.md's order; absent when canonical
+    max_freq: int | None
+    requests: int
+    total_hit_tokens: int
+    total_prompt_tokens: int
+    final_cache_blocks: int
+    cache_capacity_blocks: int
+    dialect: list[str] | None
     per_request: list[RequestResult] | None
 
 
@@ -235,15 +237,15 @@ class RequestSink(Protocol):
     "REPLAY-RESULT-3: per-request prompt tokens sum to the total",
 )
 @ensure(lambda result: result.final_cache_blocks <= max(result.cache_capacity_blocks, 0), "REPLAY-INV-2")
-def replay(
-    records: Iterable[tuple[int, TraceRecord]],
+def replayed(
+    records: Iterable[tuple[int, TraceRecord | Request]],
     config: ReplayConfig,
     *,
     path: str = "<trace>",
     per_request: bool = False,
     server: Server | None = None,
     sink: RequestSink | None = None,
-) -> ReplayResult:
+) -> Replayed:
     """REPLAY-1: replay a trace's requests in order against one empty cache (``server``'s, when
     given). ``per_request`` keeps every request's line in the result; a ``sink`` takes them one
     at a time instead, so that memory does not grow with the trace."""
@@ -252,6 +254,8 @@ def replay(
     requests = total_hit_tokens = total_prompt_tokens = 0
     lines: list[RequestResult] | None = [] if per_request else None
     add = lines.append if lines is not None else sink.add if sink is not None else None
+    if add is not None:
+        from .models import RequestResult
     for line_number, record in records:
         check_block_count(path, line_number, record, config.block_size)
         total_prompt_tokens = checked_total(path, line_number, total_prompt_tokens + record.input_length)  # REPLAY-HIT-2
@@ -261,7 +265,7 @@ def replay(
         if add is not None:
             add(RequestResult(hit_tokens=hit, prompt_tokens=record.input_length))
     s3fifo = config.policy == "s3fifo"
-    return ReplayResult(
+    return Replayed(
         policy=config.policy,
         block_size=config.block_size,
         small_ratio=config.small_ratio if s3fifo else None,
@@ -274,3 +278,11 @@ def replay(
         dialect=in_catalogue_order(config.dialect) or None,
         per_request=lines,
     )
+
+
+def replay(records: Iterable[tuple[int, TraceRecord | Request]], config: ReplayConfig, *, path: str = "<trace>", per_request: bool = False,
+           server: Server | None = None, sink: RequestSink | None = None) -> ReplayResult:
+    """The replay's result (replayed) as a ReplayResult."""
+    from .models import ReplayResult
+
+    return ReplayResult(**vars(replayed(records, config, path=path, per_request=per_request, server=server, sink=sink)))

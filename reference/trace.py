@@ -1,23 +1,27 @@
-"""Mooncake traces (spec/replay.md, REPLAY-TRACE-1 to REPLAY-TRACE-8): the record model and
-a streaming reader of plain or gzip-compressed JSON lines, from a file or standard input."""
+"""Mooncake traces (spec/replay.md, REPLAY-TRACE-1 to REPLAY-TRACE-8): a streaming reader of plain
+or gzip-compressed JSON lines, from a file or standard input, that gives each line as a TraceRecord
+(the pydantic model, models.py) or as a Request (its fields, read without pydantic)."""
+
+from __future__ import annotations
 
 import gzip
 import io
 import json
 import os
-import re
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
-from importlib.resources import files
 from pathlib import Path
-from typing import IO, Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 
 from .errors import KvspecError, TraceError
 from .validation import INT64_MAX, INT64_MIN
+
+if TYPE_CHECKING:
+    from .models import TraceRecord
+
+T = TypeVar("T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -26,65 +30,64 @@ UTF8_BOM = b"\xef\xbb\xbf"
 # gzip file holding one endless line) is refused once 16 MiB are read, not when memory runs out.
 MAX_LINE_BYTES = 16 * 2**20
 STDIN = "-"
-JSON_POSITION = re.compile(r" at line (\d+) column (\d+)$")
 
-BUNDLED_TRACES = files("kvspec.reference") / "traces"
+BUNDLED_TRACES = Path(__file__).parent / "traces"  # installed as files (importlib.resources would add to every start what a zip would need)
 
-HashId = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
-
-
-class TraceRecord(BaseModel):
-    """REPLAY-TRACE-1, REPLAY-TRACE-2: one request, exactly as a Mooncake line carries it."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    timestamp: int = Field(ge=0, le=INT64_MAX)
-    input_length: int = Field(ge=1, le=INT64_MAX)
-    output_length: int = Field(ge=0, le=INT64_MAX)
-    hash_ids: list[HashId] = Field(min_length=1)
+FIELDS = {"timestamp", "input_length", "output_length", "hash_ids"}  # TraceRecord's (tests/test_startup.py holds them to it)
+INTEGER = {int}
+DECODER = json.JSONDecoder()
 
 
-def field_name(location: tuple[int | str, ...]) -> str:
-    """('hash_ids', 3) -> 'hash_ids[3]'; the whole line when pydantic names no field."""
-    if not location:
-        return "(line)"
-    name = str(location[0])
-    for part in location[1:]:
-        name += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return name
+class Request(NamedTuple):
+    """A TraceRecord's fields, read without pydantic (read_request)."""
+
+    timestamp: int
+    input_length: int
+    output_length: int
+    hash_ids: list[int]
 
 
-def without_position(message: str) -> str:
-    """pydantic's `at line 1 column K` as `at column K`: an error names one line, the trace's (the
-    JSON's line 2 starts past the line feed, at the end of the trace's line)."""
-    position = JSON_POSITION.search(message)
-    if position is None:
-        return message
-    return message[: position.start()] + (f" at column {position[2]}" if position[1] == "1" else " at the end of the line")
+def __getattr__(name: str) -> object:
+    """TraceRecord and parse_line, loaded with pydantic when one is first asked for (models.py)."""
+    if name in ("TraceRecord", "parse_line"):
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def repeated_key(line: bytes) -> str | None:
-    """The first key a JSON object line gives twice, escapes decoded (pydantic keeps the last one)."""
-    keys = json.loads(line, object_pairs_hook=lambda pairs: [key for key, _ in pairs])
-    return next((key for index, key in enumerate(keys) if key in keys[:index]), None)
+def read_request(path: str, line_number: int, line: bytes) -> Request:
+    """REPLAY-TRACE-1, REPLAY-TRACE-2 as parse_line reads them, without pydantic where a line plainly
+    keeps them; any other line goes to parse_line, which refuses it naming its first bad field (or
+    reads it: a key written with an escape, say)."""
+    request = plain_request(line)
+    if request is None:
+        from .models import parse_line
+
+        request = Request(**parse_line(path, line_number, line).model_dump())
+    return request
 
 
-def parse_line(path: str, line_number: int, line: bytes) -> TraceRecord:
-    """REPLAY-TRACE-1, REPLAY-TRACE-2: one line, or a TraceError naming its first bad field."""
-    if not line.strip():
-        raise TraceError(path, line_number, "(line)", "REPLAY-TRACE-1", "a blank line is not a request")
+def plain_request(line: bytes) -> Request | None:
+    """The Request of a line that plainly holds a TraceRecord, else None: one JSON object in UTF-8,
+    with nothing after it but whitespace, of exactly TraceRecord's four fields, each an integer
+    (never a bool or a float) in TraceRecord's bounds, hash_ids a list of at least one."""
     try:
-        record = TraceRecord.model_validate_json(line)
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        clause = "REPLAY-TRACE-1" if first["type"] in ("json_invalid", "json_type", "model_type", "missing", "extra_forbidden") else "REPLAY-TRACE-2"
-        raise TraceError(path, line_number, field_name(tuple(first["loc"])), clause, without_position(first["msg"])) from None
-    # REPLAY-TRACE-1: exactly four fields. Every string of a line pydantic accepted is one of the four
-    # keys (the values are integers, and no field name holds a quote), so it has 8 quotes unless a
-    # key repeats: a count at C speed, and only a line with more quotes is parsed again.
-    if line.count(b'"') != 8 and (key := repeated_key(line)) is not None:
-        raise TraceError(path, line_number, key, "REPLAY-TRACE-1", "duplicate key")
-    return record
+        text = line.decode()  # strictly UTF-8, as pydantic reads a line (json.loads(bytes) would take UTF-16 too)
+        fields, end = DECODER.raw_decode(text)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested deeper than the interpreter's stack
+        return None
+    # The four keys and no other string (8 quotes: a repeated key would add two), and JSON's whitespace after.
+    if type(fields) is not dict or fields.keys() != FIELDS or line.count(b'"') != 8 or text[end:].strip(" \t\r\n"):
+        return None
+    timestamp, input_length, output_length, hash_ids = fields["timestamp"], fields["input_length"], fields["output_length"], fields["hash_ids"]
+    if not (type(timestamp) is int and type(input_length) is int and type(output_length) is int and type(hash_ids) is list):
+        return None
+    if not (0 <= timestamp <= INT64_MAX and 1 <= input_length <= INT64_MAX and 0 <= output_length <= INT64_MAX):
+        return None
+    if not (hash_ids and {*map(type, hash_ids)} == INTEGER and INT64_MIN <= min(hash_ids) and max(hash_ids) <= INT64_MAX):
+        return None
+    return Request(timestamp, input_length, output_length, hash_ids)
 
 
 class TraceFile:
@@ -114,7 +117,17 @@ class TraceFile:
         return open(sys.stdin.fileno(), "rb", closefd=False)  # closing it leaves standard input open
 
     def records(self) -> Iterator[tuple[int, TraceRecord]]:
-        """REPLAY-TRACE-5: (line number, record) in file order; REPLAY-TRACE-6: gzip or plain."""
+        """Each line as a TraceRecord (parse_line)."""
+        from .models import parse_line
+
+        return self.read(parse_line)
+
+    def requests(self) -> Iterator[tuple[int, Request]]:
+        """Each line as a Request, read without pydantic where it can be (read_request)."""
+        return self.read(read_request)
+
+    def read(self, parse: Callable[[str, int, bytes], T]) -> Iterator[tuple[int, T]]:
+        """REPLAY-TRACE-5: (line number, parsed line) in file order; REPLAY-TRACE-6: gzip or plain."""
         line_number = 0
         try:
             with self.stream() as raw:
@@ -127,7 +140,7 @@ class TraceFile:
                         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                             raise TraceError(self.path, line_number, "(line)", "REPLAY-TRACE-8", f"line longer than {MAX_LINE_BYTES:,} bytes")
                         # REPLAY-TRACE-1: a byte order mark starts the file, not its first line
-                        yield line_number, parse_line(self.path, line_number, line.removeprefix(UTF8_BOM) if line_number == 1 else line)
+                        yield line_number, parse(self.path, line_number, line.removeprefix(UTF8_BOM) if line_number == 1 else line)
         except (OSError, EOFError, zlib.error) as error:
             raise TraceError(self.path, line_number + 1, "(file)", "REPLAY-TRACE-6", f"cannot read: {error}") from None
 
@@ -144,4 +157,4 @@ def size_of(path: str) -> int:
 
 def bundled_trace_path(name: str = "conversation_trace.jsonl.gz") -> Path:
     """The path of a vendored Mooncake trace (reference/traces/NOTICE.md)."""
-    return Path(str(BUNDLED_TRACES / name))
+    return BUNDLED_TRACES / name

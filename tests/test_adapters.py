@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from pydantic import ValidationError
 
-from kvspec.adapters import Implementation, load_adapter
+from kvspec.adapters import Implementation, load_adapter, process
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Snapshot
 from kvspec.adapters.process import ProcessAdapter
 from kvspec.adapters.protocol import (
@@ -361,6 +361,7 @@ WRONG = [
     ("garbage_before_first_reply", r"start \(seq 0\): malformed JSON reply .*'fake: loading the cache...'; expected the start reply"),
     ("wrong_protocol_version", r"start \(seq 0\): it speaks protocol 2, kvspec speaks protocol 1"),
     ("ignore_stop", r"stop \(seq 6\): the process did not exit within 2 s of stop; expected exit status 0"),
+    ("two_replies", r"hit_tokens \(seq 2\): a reply with the wrong seq 1 \(expected seq 2\)"),
 ]
 
 
@@ -381,6 +382,51 @@ def test_PROTO_15_a_wrong_implementation_is_a_failure_and_is_killed(name: str, m
     assert_gone(adapter)
     with pytest.raises(AdapterFailure, match="already failed|closed"):
         adapter.resident_count()
+
+
+def test_PROTO_1_a_reply_is_one_line_however_the_process_writes_it() -> None:
+    """kvspec reads replies itself, as they come: a reply in pieces is put together, and a process
+    that writes a lot to stdout after stop is read to its exit, not held by a full pipe (PROTO-13)."""
+    for name in ("split_replies", "chatty_stop"):
+        adapter = ProcessAdapter([sys.executable, str(FAKES / f"{name}.py")], reply_timeout=5.0)
+        adapter.configure(AdapterConfig("lru", 8))
+        adapter.access([1, 2])
+        assert adapter.hit_tokens([1, 2, 3], 1000) == 1000
+        assert adapter.snapshot() == Snapshot(small=(), main=((1, 0), (2, 0)), ghost=())
+        adapter.close()
+        assert adapter.process.returncode == 0, name
+        assert_gone(adapter)
+
+
+def test_PROTO_15_any_finite_deadline_is_waited_for() -> None:
+    """A deadline past what one wait of the system can take (a C int of milliseconds) is waited out in slices."""
+    adapter = ProcessAdapter([sys.executable, str(FAKES / "split_replies.py")], reply_timeout=1e9, start_timeout=1e9)
+    adapter.configure(AdapterConfig("lru", 8))
+    assert adapter.resident_count() == 0
+    adapter.close()
+
+
+def test_PROTO_1_a_process_that_writes_before_it_reads_on_is_not_held_by_a_full_pipe() -> None:
+    """While kvspec writes a request larger than a pipe holds, it reads stdout: the process's lines
+    are there to be read as its reply, a PROTO-1 failure, not a wait for the deadline."""
+    adapter = ProcessAdapter([sys.executable, str(FAKES / "flood_stdout.py")], reply_timeout=5.0)
+    adapter.configure(AdapterConfig("lru", 8))
+    began = time.monotonic()
+    with pytest.raises(AdapterFailure, match=r"hit_tokens \(seq 2\): malformed JSON reply .*fake log") as failure:
+        adapter.hit_tokens(list(range(2**40, 2**40 + 20_000)), 1)  # about 280 KB
+    assert failure.value.clause == "PROTO-1" and time.monotonic() - began < 5
+    assert_gone(adapter)
+
+
+def test_PROTO_1_a_reply_line_longer_than_the_limit_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line is cut at MAX_LINE bytes, never held whole in memory; the cut line is a failure."""
+    monkeypatch.setattr(process, "MAX_LINE", 1024)  # long_line's reply is 5000 bytes
+    adapter = ProcessAdapter([sys.executable, str(FAKES / "long_line.py")], reply_timeout=5.0)
+    adapter.configure(AdapterConfig("lru", 8))
+    with pytest.raises(AdapterFailure, match=r"hit_tokens \(seq 2\): a reply line longer than 1024 bytes") as failure:
+        adapter.hit_tokens([1], 1)
+    assert failure.value.clause == "PROTO-1"
+    assert_gone(adapter)
 
 
 def test_PROTO_18_a_python_adapter_from_a_file_path(tmp_path: Path) -> None:

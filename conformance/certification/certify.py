@@ -23,14 +23,10 @@ from kvspec.conformance.certification.machine import machine_for, probe_divergen
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import BenefitConfig
+from kvspec.reference.constants import CERTIFY_PROFILES
 from kvspec.reference.dialects import CANONICAL, Dialect
 
-PROFILES = {
-    # CI: a few seconds an adapter kind; catches every mutant of the gallery.
-    "quick": settings(max_examples=150, stateful_step_count=25),
-    # Certification: minutes; longer traces, more configurations.
-    "thorough": settings(max_examples=2000, stateful_step_count=60),
-}
+PROFILES = {name: settings(**budget) for name, budget in CERTIFY_PROFILES.items()}
 UNSHRUNK = "(not shrunk: every replay would wait out the deadline again; the counterexample is the example as it ran)"
 
 

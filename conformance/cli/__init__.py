@@ -1,20 +1,19 @@
-"""The ``kvspec`` command line: one module per command (replay, sweep, compare, certify, fixtures
-verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and collect, spec
-schemas and annotate), and what they share (arguments, interruption, progress, spool). Each
-command's module says what its arguments are and calls the package that does the work."""
+"""The ``kvspec`` command line: one module per command (replay, sweep, compare, certify, campaign,
+fixtures verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and collect,
+spec schemas and annotate), and what they share (arguments, interruption, jobs, progress, spool). Each
+command's module says what its arguments are and calls the package that does the work, which it
+imports as it runs: building the parser and printing help load none of it (tests/test_startup.py)."""
 
 import argparse
-import importlib.util
 import os
 import shlex
 import signal
 import sys
-from importlib.metadata import version
+from typing import Any
 
 from kvspec.conformance.cli import campaign, certify, compare, fixtures, hunt, maintainers, replay, sweep
 from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser
 from kvspec.conformance.cli.interruption import Interrupted, interrupted, unless_interrupted
-from kvspec.conformance.core.output import check_folder, check_output
 from kvspec.reference import SPEC_VERSION, KvspecError
 
 COMMANDS = (replay, sweep, compare, certify, campaign, fixtures, hunt, maintainers)  # in --help's order
@@ -23,11 +22,22 @@ COMMANDS = (replay, sweep, compare, certify, campaign, fixtures, hunt, maintaine
 def build_parser() -> Parser:
     parser = Parser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.",
                     epilog=EXIT_STATUS.format(done="done", finding="3 a finding (a command's --help says which); "))
-    parser.add_argument("--version", action="version", version=f"kvspec {version('kvspec')} (spec {SPEC_VERSION})")
+    parser.add_argument("--version", action=Version)
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add(commands)
     return parser
+
+
+class Version(argparse._VersionAction):
+    """argparse's version action, the version read from the installed package only when asked for:
+    importlib.metadata takes longer to import than the rest of the parser takes to build."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        from importlib.metadata import version
+
+        self.version = f"kvspec {version('kvspec')} (spec {SPEC_VERSION})"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -36,15 +46,22 @@ def check_outputs(args: argparse.Namespace) -> None:
     plot = getattr(args, "plot", None)
     if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise KvspecError(f"--plot {shlex.quote(str(plot))}: the file name must end in .png, .svg or .pdf")
-    if plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
+    if plot is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
     folders = getattr(args, "folders", {})
-    for name in ("output", "plot"):
-        if getattr(args, name, None) is not None and name not in folders:
-            check_output(getattr(args, name), f"--{name}")
-    for name, option in folders.items():
-        if getattr(args, name) is not None:
-            check_folder(getattr(args, name), option)
+    files = [name for name in ("output", "plot") if getattr(args, name, None) is not None and name not in folders]
+    named = [name for name in folders if getattr(args, name) is not None]
+    if not files and not named:
+        return  # standard output alone: the checks' module, tempfile with it, is not loaded
+    from kvspec.conformance.core.output import check_folder, check_output
+
+    for name in files:
+        check_output(getattr(args, name), f"--{name}")
+    for name in named:
+        check_folder(getattr(args, name), folders[name])
 
 
 def failed_stream() -> str:

@@ -1,6 +1,9 @@
 """What every command shares: one rule for bad input and exit statuses (Parser, EXIT_STATUS), the
 argument types that name the clause a value must satisfy, the trace, configuration and adapter
-arguments, and the replay's JSON written to standard output or whole to a file."""
+arguments, and the replay's JSON written to standard output or whole to a file. Building the
+parser loads none of the code the commands run: each command imports it when it runs."""
+
+from __future__ import annotations
 
 import argparse
 import math
@@ -8,17 +11,22 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT
-from kvspec.conformance.certification.keep_going import DivergenceReport
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
-from kvspec.conformance.core.output import written_whole
-from kvspec.conformance.measurement.sweep import Ablation, Sweep
-from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, bundled_trace_path
+from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, bundled_trace_path
+from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
-from kvspec.reference.trace import STDIN, TraceRecord
+from kvspec.reference.replay import Replayed
+from kvspec.reference.trace import STDIN
+
+if TYPE_CHECKING:
+    from kvspec.conformance.certification.keep_going import DivergenceReport
+    from kvspec.conformance.measurement.sweep import Ablation, Sweep
+    from kvspec.reference import ReplayResult
+
+Line = TypeVar("Line")  # a trace's line, as a TraceRecord or a Request (reference/trace.py)
 
 DEFAULTS = ReplayConfig()  # REPLAY-CONF-1 to REPLAY-CONF-3, S3-CONF-1, S3-CONF-6
 EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in one line on stderr (a command line argparse "
@@ -187,10 +195,13 @@ def add_jobs(command: argparse.ArgumentParser, what: str) -> None:
                             "kvspec[cluster]); every worker must run this kvspec and see each file at the path given (docs/scaling.md)")
 
 
-def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], label: str,
-                  more: Callable[[], str] = lambda: "") -> Iterator[tuple[int, TraceRecord]]:
+def with_progress(trace: TraceFile, records: Iterator[tuple[int, Line]], label: str,
+                  more: Callable[[], str] = lambda: "") -> Iterator[tuple[int, Line]]:
     """The records, with a progress line: the requests read, and ``more`` after them."""
     progress = Progress(label, trace.fraction_read)
+    if not progress.enabled:  # no terminal: the records as they are, without a line to format for each
+        yield from records
+        return
     try:
         for count, item in enumerate(records, start=1):
             progress.update(f"{count:,} requests{more()}")
@@ -199,17 +210,19 @@ def with_progress(trace: TraceFile, records: Iterator[tuple[int, TraceRecord]], 
         progress.close()
 
 
-def write_json(model: ReplayResult | Sweep | Ablation | DivergenceReport, output: Path | None, spool: Spool | None = None) -> None:
+def write_json(model: Replayed | Sweep | Ablation | DivergenceReport, output: Path | None, spool: Spool | None = None) -> None:
     """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file. A spool's
     per-request lines are copied in chunks, never held in memory."""
     if output is None:
         write_result(model, spool, sys.stdout)
         return
+    from kvspec.conformance.core.output import written_whole
+
     with written_whole(output, "--output") as temporary, temporary.open("w", encoding="utf-8") as stream:
         write_result(model, spool, stream)
 
 
-def summary(result: ReplayResult) -> str:
+def summary(result: Replayed | ReplayResult) -> str:
     rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
     return (
         f"{result.policy}, {result.cache_capacity_blocks:,} blocks of {result.block_size} tokens: "

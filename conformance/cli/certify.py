@@ -1,20 +1,21 @@
 """`kvspec certify`: an implementation driven beside the reference by the certification machines,
 with a report (conformance/certification/)."""
 
+from __future__ import annotations
+
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvspec.conformance.certification.certify import PROFILES
-from kvspec.conformance.certification.dialect_search import described
-from kvspec.conformance.certification.report import counterexample, counterexample_file, found_dialect, found_line, write_report
 from kvspec.conformance.cli.arguments import add_adapter, add_dialect, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
-from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES
+from kvspec.reference.constants import CERTIFY_PROFILES as PROFILES
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kvspec.conformance.certification.campaign import Certification, Certified
+
 
 def add(commands: Any) -> None:
     check = subcommand(
@@ -48,6 +49,8 @@ def add(commands: Any) -> None:
 
 def run_certify(args: argparse.Namespace) -> int:
     from kvspec.conformance.certification.campaign import Certification, report_of
+    from kvspec.conformance.certification.report import write_report
+    from kvspec.conformance.core.workloads import Pins
 
     pins = Pins(args.small_ratio, args.max_freq, args.max_capacity, args.max_block_size, args.fitting_requests)
     pins.check()
@@ -62,8 +65,11 @@ def run_certify(args: argparse.Namespace) -> int:
     return 0 if certified.conforms else 3
 
 
-def certified_text(certification: "Certification", certified: "Certified", report: Path | None) -> str:
+def certified_text(certification: Certification, certified: Certified, report: Path | None) -> str:
     """The verdict, each policy's, and each shrunk counterexample, ready to paste (saved in ``report``, if given)."""
+    from kvspec.conformance.certification.dialect_search import described
+    from kvspec.conformance.certification.report import counterexample, counterexample_file, found_dialect, found_line
+
     held = "".join(f", {knob} {value}" for knob, value in vars(certification.pins).items() if value not in (None, False))
     identity = certified.identity
     who = certification.adapter if identity is None else f"{identity.name} {identity.version} ({identity.language})"

@@ -2,8 +2,10 @@
 S3FIFO, LRU and FIFO on a Mooncake trace (spec/benefit.md sections 17 to 20), and beside them in
 the dialects asked for (spec/dialects.md)."""
 
+from __future__ import annotations
+
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli.arguments import (
     add_dialect,
@@ -17,11 +19,12 @@ from kvspec.conformance.cli.arguments import (
     subcommand,
     typed,
 )
-from kvspec.conformance.core.output import written_whole
-from kvspec.conformance.measurement import comparison
 from kvspec.reference import KvspecError
 from kvspec.reference.dialects import dialect_for
 from kvspec.reference.validation import INT64_MAX
+
+if TYPE_CHECKING:
+    from kvspec.conformance.measurement import comparison
 
 UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
@@ -56,6 +59,9 @@ def add(commands: Any) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> None:
+    from kvspec.conformance.core.output import written_whole
+    from kvspec.conformance.measurement import comparison
+
     capacities = args.capacity_bytes or []
     for capacity in capacities:
         if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)

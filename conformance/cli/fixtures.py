@@ -7,14 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kvspec.adapters import Implementation
 from kvspec.conformance.cli import maintainers
 from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
-from kvspec.conformance.core.output import written_whole
-from kvspec.conformance.fixtures.corpus import bundled_corpus
-from kvspec.conformance.fixtures.runner import verify
 from kvspec.reference import ALL_POLICIES, KvspecError
 
 
@@ -40,6 +36,11 @@ def add(commands: Any) -> None:
 
 
 def run_fixtures_verify(args: argparse.Namespace) -> int:
+    from kvspec.adapters import Implementation
+    from kvspec.conformance.core.output import written_whole
+    from kvspec.conformance.fixtures.corpus import bundled_corpus
+    from kvspec.conformance.fixtures.runner import verify
+
     directory = args.directory or bundled_corpus()
     known: dict[str, str] = {}
     if args.known_failures is not None:

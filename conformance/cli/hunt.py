@@ -5,7 +5,6 @@ import math
 from typing import Any
 
 from kvspec.conformance.cli.arguments import subcommand, typed
-from kvspec.conformance.hunt.search import DIFFS, MAX_SECONDS, hunt, record
 from kvspec.reference import KvspecError
 
 
@@ -29,6 +28,8 @@ def add(commands: Any) -> None:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
+    from kvspec.conformance.hunt.search import DIFFS, MAX_SECONDS, hunt, record
+
     for option, value in (("--budget", args.budget), ("--per-condition", args.per_condition)):
         if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
             raise KvspecError(f"hunt: {option} {value:g}: must be a finite number of seconds > 0 and <= {MAX_SECONDS}")

@@ -6,15 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kvspec.adapters import protocol
-from kvspec.conformance.certification import keep_going, matrix, report
 from kvspec.conformance.cli.arguments import add_dialect, dialect_of, folder_path, subcommand
-from kvspec.conformance.core import annotated_spec
-from kvspec.conformance.core.output import written_whole
-from kvspec.conformance.fixtures import format as fixture_format
-from kvspec.conformance.fixtures.corpus import generate, previous_corpus
-from kvspec.conformance.fixtures.recorded import collect
-from kvspec.conformance.fixtures.replay_cases import replay_cases
 from kvspec.reference import POLICIES, KvspecError
 from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, in_catalogue_order
 
@@ -57,6 +49,9 @@ def add_fixtures_actions(actions: Any) -> None:
 
 def run_fixtures_generate(args: argparse.Namespace) -> None:
     """FIX-5; DIALECT-9: with a dialect, its replay cases alone, for the policies it names."""
+    from kvspec.conformance.fixtures.corpus import generate, previous_corpus
+    from kvspec.conformance.fixtures.replay_cases import replay_cases
+
     if args.dialect is None and not args.variation:
         entries = generate(args.directory)
     else:
@@ -77,13 +72,17 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
 
 
 def run_fixtures_collect(args: argparse.Namespace) -> None:
+    from kvspec.conformance.fixtures.recorded import collect
+
     print(f"{collect(args.reports)} new counterexamples in conformance/counterexamples.json (kvspec fixtures generate makes them fixtures)")
 
 
 def schema_texts() -> dict[str, str]:
     """Every JSON Schema kvspec publishes, by its path under spec/schemas/ (each written by
     adapters/protocol.py's schema_text)."""
-    from kvspec.conformance.certification import campaign
+    from kvspec.adapters import protocol
+    from kvspec.conformance.certification import campaign, keep_going, report
+    from kvspec.conformance.fixtures import format as fixture_format
 
     return {**{f"adapter/{name}": text for name, text in protocol.schema_texts().items()}, **fixture_format.schema_texts(), **report.schema_texts(),
             **keep_going.schema_texts(), **campaign.schema_texts()}
@@ -91,6 +90,8 @@ def schema_texts() -> dict[str, str]:
 
 def run_schemas(args: argparse.Namespace) -> None:
     """Write every schema whole, and remove the schemas of messages or formats that are gone."""
+    from kvspec.conformance.core.output import written_whole
+
     texts = schema_texts()
     for stale in [*args.directory.glob("*.schema.json"), *args.directory.glob("*/*.schema.json")]:
         if stale.relative_to(args.directory).as_posix() not in texts:
@@ -103,6 +104,8 @@ def run_schemas(args: argparse.Namespace) -> None:
 
 
 def run_matrix(args: argparse.Namespace) -> None:
+    from kvspec.conformance.certification import matrix
+
     spec = Path("spec/dialects.md")
     if not spec.is_file():
         raise KvspecError("spec matrix reads spec/dialects.md: run it from a kvspec checkout")
@@ -111,6 +114,8 @@ def run_matrix(args: argparse.Namespace) -> None:
 
 
 def run_annotate(args: argparse.Namespace) -> None:
+    from kvspec.conformance.core import annotated_spec
+
     if not (Path("spec").is_dir() and Path("tests").is_dir()):
         raise KvspecError("spec annotate reads spec/ and tests/: run it from a kvspec checkout")
     annotated_spec.write(args.directory)

@@ -1,5 +1,7 @@
 """`kvspec replay`: a Mooncake trace through one policy of the reference (spec/replay.md), or through
-an implementation in lockstep with it."""
+an implementation in lockstep with it. The replay alone loads neither pydantic nor the adapters."""
+
+from __future__ import annotations
 
 import argparse
 import sys
@@ -7,12 +9,8 @@ from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvspec.adapters import Implementation
-from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, KeepGoing, Running, Stopped, Totals
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.cli.arguments import (
     DEFAULTS,
     add_adapter,
@@ -32,9 +30,16 @@ from kvspec.conformance.cli.arguments import (
 )
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.spool import Spool
-from kvspec.reference import POLICIES, KvspecError, ReplayConfig, ReplayResult, TraceFile, make_policy, replay
+from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, make_policy
 from kvspec.reference.dialects import in_catalogue_order
-from kvspec.reference.trace import TraceRecord
+from kvspec.reference.replay import Replayed, replayed
+
+if TYPE_CHECKING:
+    from kvspec.adapters import Implementation
+    from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, Totals
+    from kvspec.reference.trace import Request
+
+    Divergent = Callable[[DivergentRequest], None]  # a name: typeguard would take Callable[[a name imported here], None] for Callable[[], None]
 
 SHOWN = 20  # the divergences --keep-going prints; the JSON has every one
 
@@ -74,11 +79,13 @@ def run_replay(args: argparse.Namespace) -> int:
     config = base_config(args, policy, args.capacity, dialect_of(args, policy))
     if args.keep_going:
         return run_keep_going(args, trace, config)
-    records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}")
+    records = with_progress(trace, trace.requests(), f"replaying {Path(trace.path).name}")
     with Spool() if args.per_request else nullcontext() as spool:
         if args.adapter is None:
-            result = replay(records, config, path=trace.path, sink=spool)
+            result = replayed(records, config, path=trace.path, sink=spool)
         else:
+            from kvspec.adapters import Implementation
+
             implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
             outcome = replay_in_lockstep(implementation, records, config, trace.path, spool)
             unless_interrupted()
@@ -92,14 +99,17 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
-                       sink: Spool | None) -> ReplayResult | str:
+def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[int, Request]], config: ReplayConfig, path: str,
+                       sink: Spool | None) -> Replayed | str:
     """The replay through an implementation, checked against the reference after every request;
     or, at the first disagreement or failure (at its start and stop too), what it was and where."""
+    from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+    from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     read = [0, 0]  # requests read, and the line of the last: the lockstep stops on the request it was sent last
 
-    def numbered() -> Iterator[tuple[int, TraceRecord]]:
+    def numbered() -> Iterator[tuple[int, Request]]:
         for line_number, record in records:
             read[:] = [read[0] + 1, line_number]
             yield line_number, record
@@ -116,7 +126,7 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
         lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq),
                             config.dialect)
         lockstep.configure()
-        result = replay(numbered(), config, path=path, server=lockstep, sink=sink)
+        result = replayed(numbered(), config, path=path, server=lockstep, sink=sink)
     except Divergence as divergence:
         return ended(implementation, f"kvspec: {name} does not conform, at {at(divergence.request)}: {divergence}")
     except AdapterFailure as failure:
@@ -131,6 +141,8 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
 def ended(implementation: Implementation, verdict: str) -> str:
     """The verdict, once the implementation is stopped: its process, if it has one, ends before
     kvspec does, whatever it answers to stop (the verdict is already made)."""
+    from kvspec.adapters.interface import AdapterFailure
+
     try:
         implementation.close()
     except AdapterFailure:
@@ -141,6 +153,8 @@ def ended(implementation: Implementation, verdict: str) -> str:
 def run_keep_going(args: argparse.Namespace, trace: TraceFile, config: ReplayConfig) -> int:
     """--keep-going: every divergence to the JSON, through a spool (their number grows with the
     trace; memory holds the first SHOWN, to print), the report's text to stderr."""
+    from kvspec.adapters import Implementation
+
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     shown: list[DivergentRequest] = []
     with Spool("divergences") as spool:
@@ -150,7 +164,7 @@ def run_keep_going(args: argparse.Namespace, trace: TraceFile, config: ReplayCon
             if len(shown) < SHOWN:
                 shown.append(request)
 
-        records = with_progress(trace, trace.records(), f"replaying {Path(trace.path).name}",
+        records = with_progress(trace, trace.requests(), f"replaying {Path(trace.path).name}",
                                 lambda: f", {spool.count:,} diverged" if spool.count else "")
         report = replay_keeping_going(implementation, records, config, trace.path, divergent)
         unless_interrupted()
@@ -160,16 +174,20 @@ def run_keep_going(args: argparse.Namespace, trace: TraceFile, config: ReplayCon
     return 0 if report.conforms else 3
 
 
-def replay_keeping_going(implementation: Implementation, records: Iterator[tuple[int, TraceRecord]], config: ReplayConfig, path: str,
-                         divergent: Callable[[DivergentRequest], None]) -> DivergenceReport:
+def replay_keeping_going(implementation: Implementation, records: Iterator[tuple[int, Request]], config: ReplayConfig, path: str,
+                         divergent: Divergent) -> DivergenceReport:
     """The replay through an implementation in lockstep with the reference up to their first
     divergence, and each from its own state past it, to the end of the trace or to where the
     implementation fails (at its start and stop too)."""
+    from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+    from kvspec.conformance.certification.keep_going import DivergenceReport, KeepGoing, Running, Stopped
+    from kvspec.conformance.certification.lockstep import Divergence
+
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     given = AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)
     read = [0, 0]  # requests read, and the line of the last
 
-    def numbered() -> Iterator[tuple[int, TraceRecord]]:
+    def numbered() -> Iterator[tuple[int, Request]]:
         for line_number, record in records:
             read[:] = [read[0] + 1, line_number]
             yield line_number, record
@@ -185,7 +203,7 @@ def replay_keeping_going(implementation: Implementation, records: Iterator[tuple
     stopped = None
     try:
         lockstep.configure()
-        replay(numbered(), config, path=path, server=lockstep)  # the reference's result: the lockstep keeps both caches' totals
+        replayed(numbered(), config, path=path, server=lockstep)  # the reference's result: the lockstep keeps both caches' totals
     except Divergence as refused:  # past the configuration, a KeepGoing raises none
         stopped = Stopped(at="configuration", clauses=list(refused.clauses), message=str(refused))
     except AdapterFailure as failure:

@@ -2,9 +2,11 @@
 not (spec/dialects.md), as JSON and a plot; with --ablate, the effect of each S3FIFO variation
 point alone and of each known dialect whole."""
 
+from __future__ import annotations
+
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli.arguments import (
     BUNDLED,
@@ -24,9 +26,12 @@ from kvspec.conformance.cli.arguments import (
     summary,
     write_json,
 )
-from kvspec.conformance.measurement.sweep import DEFAULT_CAPACITIES, Ablation, ablate, plot, plot_ablation, sweep
 from kvspec.reference import POLICIES, KvspecError, TraceFile, bundled_trace_path
+from kvspec.reference.constants import DEFAULT_CAPACITIES
 from kvspec.reference.dialects import KNOWN_DIALECTS
+
+if TYPE_CHECKING:
+    from kvspec.conformance.measurement.sweep import Ablation
 
 
 def add(commands: Any) -> None:
@@ -56,6 +61,8 @@ def add(commands: Any) -> None:
 
 
 def run_sweep(args: argparse.Namespace) -> None:
+    from kvspec.conformance.measurement.sweep import plot, sweep
+
     if args.ablate:
         run_ablation(args)
         return
@@ -103,6 +110,8 @@ def ablated_traces(given: str | None) -> list[TraceFile]:
 
 
 def run_ablation(args: argparse.Namespace) -> None:
+    from kvspec.conformance.measurement.sweep import ablate, plot_ablation
+
     options = (("--policy", args.policies), ("--dialect", args.dialect), ("--variation", args.variation), ("--beside", args.beside))
     given = [option for option, value in options if value]
     if given:

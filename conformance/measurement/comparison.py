@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn
+from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
@@ -28,8 +29,10 @@ class Comparison(BaseModel):
 
 
 def run(capacity: int | None) -> Comparison:
-    """Every seeded trace at its own capacity, or all at ``capacity`` bytes."""
-    return Comparison(rows=[compare(name, make(), capacity or default) for name, (make, default) in TRACES.items()])
+    """Every seeded trace at its own capacity, or all at ``capacity`` bytes; the benefit policy indexed
+    (indexed_benefit.py: the reference's results, certified)."""
+    return Comparison(rows=[compare(name, make(), capacity or default, policy_class=IndexedBenefitPolicy)
+                            for name, (make, default) in TRACES.items()])
 
 
 def ratio(policy: float, lru: float) -> str:
@@ -110,9 +113,10 @@ DialectPolicies = tuple[str, Mapping[str, Dialect]]
 
 def run_trace(records: Records, path: str, capacities: list[int], block_size: int = 512, model: Model = Model(),
               dialects: Sequence[DialectPolicies] = (), run: Run = in_turn) -> TraceComparison:
-    """Every policy of BEN-PREFIX-6 at every capacity, then each of ``dialects``' policies, then the
-    offline optimum and a cache that never evicts from one more reading; ``records(label)`` reads the
-    trace afresh. Each replay is an independent job, which ``run`` runs as kvspec sweep's (conformance/core/parallel.py)."""
+    """Every policy of BEN-PREFIX-6 at every capacity (the benefit policy indexed, as in ``run``), then each of
+    ``dialects``' policies, then the offline optimum and a cache that never evicts from one more reading;
+    ``records(label)`` reads the trace afresh. Each replay is an independent job, which ``run`` runs as
+    kvspec sweep's (conformance/core/parallel.py)."""
     capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
     jobs: list[TraceJob[Any]] = []
     dialect_of: list[tuple[str, Dialect] | None] = []  # each replay's dialect, as asked for; None for the canonical sides
@@ -120,7 +124,7 @@ def run_trace(records: Records, path: str, capacities: list[int], block_size: in
         for policy in PREFIX_POLICIES:
             label = f"{Path(path).name}, {policy} at {capacity / GIB:g} GiB"
             if policy == "benefit":
-                jobs.append(TraceJob(label, replay_benefit, records, (capacity, block_size, model, path)))
+                jobs.append(TraceJob(label, replay_benefit, records, (capacity, block_size, model, path, IndexedBenefitPolicy)))
             else:
                 jobs.append(TraceJob(label, replay_blocks, records, (policy, capacity, block_size, model, path)))
             dialect_of.append(None)

@@ -14,10 +14,9 @@ from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, re
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
+from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
-
-DEFAULT_CAPACITIES = (256, 1024, 4096, 16384, 65536)
 
 
 class SweepPoint(BaseModel):

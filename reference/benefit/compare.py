@@ -1,6 +1,6 @@
 """spec/benefit.md section 18: the policy and the LRU baseline over one trace at one capacity."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,9 +30,10 @@ class ComparisonRow(BaseModel):
     lru: Side
 
 
-def replay_policy(accesses: Iterable[Access], capacity: int, config: BenefitConfig) -> Side:
-    """BEN-CMP-2."""
-    policy = BenefitPolicy(config)
+def replay_policy(accesses: Iterable[Access], capacity: int, config: BenefitConfig,
+                  policy_class: Callable[[BenefitConfig], BenefitPolicy] = BenefitPolicy) -> Side:
+    """BEN-CMP-2, through the reference's policy or another with its operations that ``policy_class`` builds."""
+    policy = policy_class(config)
     saved, written, hits, count = 0.0, 0, 0, 0
     for key, cost, size in accesses:
         count += 1
@@ -65,7 +66,8 @@ def replay_lru(accesses: Iterable[Access], capacity: int) -> Side:
     return Side(saved=lru.saved, bytes_written=lru.bytes_written, hits=lru.hits, accesses=lru.hits + lru.misses)
 
 
-def compare(name: str, accesses: list[Access], capacity: int, config: BenefitConfig | None = None) -> ComparisonRow:
+def compare(name: str, accesses: list[Access], capacity: int, config: BenefitConfig | None = None,
+            policy_class: Callable[[BenefitConfig], BenefitPolicy] = BenefitPolicy) -> ComparisonRow:
     """BEN-CMP-1: both sides, the same trace, the same capacity."""
-    return ComparisonRow(trace=name, capacity_bytes=capacity, policy=replay_policy(accesses, capacity, config or BenefitConfig()),
-                         lru=replay_lru(accesses, capacity))
+    policy = replay_policy(accesses, capacity, config or BenefitConfig(), policy_class)
+    return ComparisonRow(trace=name, capacity_bytes=capacity, policy=policy, lru=replay_lru(accesses, capacity))

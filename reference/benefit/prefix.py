@@ -1,7 +1,7 @@
 """spec/benefit.md section 20: the benefit policy as the prefix cache of a Mooncake trace, and
 the block policies of spec/replay.md beside it at the same byte capacity, by the same measures."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
@@ -53,7 +53,9 @@ def prefix_config(capacity: int) -> BenefitConfig:
 
 
 def ledger_bytes(policy: BenefitPolicy) -> int:
-    return sum(segment.size for segment in policy.ledger.values())
+    """The sizes of the segments in the ledger: all the bytes the policy holds, as a prefix state's
+    exclusive bytes are 0 (section 20)."""
+    return policy.held
 
 
 def serve_request(policy: BenefitPolicy, record: TraceRecord, capacity: int, block_size: int, model: Model) -> tuple[int, int]:
@@ -84,9 +86,10 @@ def serve_request(policy: BenefitPolicy, record: TraceRecord, capacity: int, blo
 
 
 def replay_benefit(records: Iterable[tuple[int, TraceRecord]], capacity: int, block_size: int = 512, model: Model = Model(),
-                   path: str = "<trace>") -> PrefixSide:
-    """BEN-PREFIX-1 to BEN-PREFIX-5 and BEN-PREFIX-7 for the benefit policy."""
-    policy = BenefitPolicy(prefix_config(capacity))
+                   path: str = "<trace>", policy_class: Callable[[BenefitConfig], BenefitPolicy] = BenefitPolicy) -> PrefixSide:
+    """BEN-PREFIX-1 to BEN-PREFIX-5 and BEN-PREFIX-7 for the benefit policy (the reference's, or
+    another with its operations that ``policy_class`` builds)."""
+    policy = policy_class(prefix_config(capacity))
     requests = prompt = hits = written = peak = 0
     saved = 0.0
     for line_number, record in records:

@@ -1,0 +1,100 @@
+"""The pydantic models of what a replay reads and writes: a trace's line (TraceRecord, and
+parse_line, which reads one or names its first bad field), a request's line of the result
+(RequestResult) and the result (ReplayResult). They validate, and write the JSON every consumer
+reads; trace.py and replay.py re-export them, loading pydantic only when one is asked for, since
+pydantic takes longer to import than the bundled trace takes to replay."""
+
+import json
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .constants import PolicyName
+from .errors import TraceError
+from .validation import INT64_MAX, INT64_MIN
+
+JSON_POSITION = re.compile(r" at line (\d+) column (\d+)$")
+
+HashId = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+
+
+class TraceRecord(BaseModel):
+    """REPLAY-TRACE-1, REPLAY-TRACE-2: one request, exactly as a Mooncake line carries it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    timestamp: int = Field(ge=0, le=INT64_MAX)
+    input_length: int = Field(ge=1, le=INT64_MAX)
+    output_length: int = Field(ge=0, le=INT64_MAX)
+    hash_ids: list[HashId] = Field(min_length=1)
+
+
+def field_name(location: tuple[int | str, ...]) -> str:
+    """('hash_ids', 3) -> 'hash_ids[3]'; the whole line when pydantic names no field."""
+    if not location:
+        return "(line)"
+    name = str(location[0])
+    for part in location[1:]:
+        name += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return name
+
+
+def without_position(message: str) -> str:
+    """pydantic's `at line 1 column K` as `at column K`: an error names one line, the trace's (the
+    JSON's line 2 starts past the line feed, at the end of the trace's line)."""
+    position = JSON_POSITION.search(message)
+    if position is None:
+        return message
+    return message[: position.start()] + (f" at column {position[2]}" if position[1] == "1" else " at the end of the line")
+
+
+def repeated_key(line: bytes) -> str | None:
+    """The first key a JSON object line gives twice, escapes decoded (pydantic keeps the last one)."""
+    keys = json.loads(line, object_pairs_hook=lambda pairs: [key for key, _ in pairs])
+    return next((key for index, key in enumerate(keys) if key in keys[:index]), None)
+
+
+def parse_line(path: str, line_number: int, line: bytes) -> TraceRecord:
+    """REPLAY-TRACE-1, REPLAY-TRACE-2: one line, or a TraceError naming its first bad field."""
+    if not line.strip():
+        raise TraceError(path, line_number, "(line)", "REPLAY-TRACE-1", "a blank line is not a request")
+    try:
+        record = TraceRecord.model_validate_json(line)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        clause = "REPLAY-TRACE-1" if first["type"] in ("json_invalid", "json_type", "model_type", "missing", "extra_forbidden") else "REPLAY-TRACE-2"
+        raise TraceError(path, line_number, field_name(tuple(first["loc"])), clause, without_position(first["msg"])) from None
+    # REPLAY-TRACE-1: exactly four fields. Every string of a line pydantic accepted is one of the four
+    # keys (the values are integers, and no field name holds a quote), so it has 8 quotes unless a
+    # key repeats: a count at C speed, and only a line with more quotes is parsed again.
+    if line.count(b'"') != 8 and (key := repeated_key(line)) is not None:
+        raise TraceError(path, line_number, key, "REPLAY-TRACE-1", "duplicate key")
+    return record
+
+
+class RequestResult(BaseModel):
+    """REPLAY-RESULT-2: one request's line of the result."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    hit_tokens: int = Field(ge=0, le=INT64_MAX)
+    prompt_tokens: int = Field(ge=1, le=INT64_MAX)
+
+
+class ReplayResult(BaseModel):
+    """REPLAY-RESULT-1 to REPLAY-RESULT-4: the result, with seed 000's field names."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    policy: PolicyName
+    block_size: int = Field(ge=1, le=INT64_MAX)
+    small_ratio: float | None
+    max_freq: int | None = Field(ge=0, le=INT64_MAX)
+    requests: int = Field(ge=0, le=INT64_MAX)
+    total_hit_tokens: int = Field(ge=0, le=INT64_MAX)
+    total_prompt_tokens: int = Field(ge=0, le=INT64_MAX)
+    final_cache_blocks: int = Field(ge=0, le=INT64_MAX)
+    cache_capacity_blocks: int = Field(ge=INT64_MIN, le=INT64_MAX)  # below 1 only in a dialect (REPLAY-DIALECT-1, REPLAY-DIALECT-2)
+    dialect: list[str] | None = None  # DIALECT-6: the variation points, in spec/dialects.md's order; absent when canonical
+    per_request: list[RequestResult] | None
