@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, TextIO
@@ -41,6 +40,8 @@ class Spool:
 
     def append(self, item: BaseModel) -> None:
         """Any model, as pydantic writes it as an item of a list field."""
+        import textwrap  # only a list of models needs it, never a plain replay
+
         self.write(textwrap.indent(item.model_dump_json(indent=2), "    "))
 
     def write(self, item: str) -> None:
