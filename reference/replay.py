@@ -256,10 +256,11 @@ def replayed(
     add = lines.append if lines is not None else sink.add if sink is not None else None
     if add is not None:
         from .models import RequestResult
+    block_size, request = config.block_size, server.request
     for line_number, record in records:
-        check_block_count(path, line_number, record, config.block_size)
+        check_block_count(path, line_number, record, block_size)
         total_prompt_tokens = checked_total(path, line_number, total_prompt_tokens + record.input_length)  # REPLAY-HIT-2
-        hit = server.request(record.hash_ids, record.input_length)
+        hit = request(record.hash_ids, record.input_length)
         requests += 1
         total_hit_tokens += hit
         if add is not None:
