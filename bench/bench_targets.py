@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGETS = {"prefix_vs_s3fifo": 3.0, "compare_wall_s": 10.0, "help_wall_s": 0.15, "replay_vs_naive": 1.2, "served_vs_in_process": 0.5}
+TARGETS = {"prefix_vs_s3fifo": 3.0, "compare_wall_s": 10.0, "served_vs_in_process": 0.5}  # the startup targets: bench_startup.py's
 
 
 def bench(script: str, *args: str) -> None:
@@ -56,13 +56,14 @@ def prefix_rows(results: dict) -> list[dict[str, object]]:
 
 
 def startup_rows(results: dict) -> list[dict[str, object]]:
+    targets = results["targets"]
     help_wall = results["best"]["kvspec --help"]["wall_s"]
-    rows = [{"target": "kvspec --help", "measured": help_wall, "limit": TARGETS["help_wall_s"], "met": help_wall < TARGETS["help_wall_s"],
+    rows = [{"target": "kvspec --help", "measured": help_wall, "limit": targets["help_wall_s"], "met": help_wall < targets["help_wall_s"],
              "unit": "s (wall)"}]
     for kind in ("wall", "cpu"):
         ratio = results["ratios"][f"replay_vs_naive_{kind}"]
         rows.append({"target": f"kvspec replay / the naive script, end to end ({kind})", "measured": ratio,
-                     "limit": TARGETS["replay_vs_naive"], "met": ratio <= TARGETS["replay_vs_naive"], "unit": "x"})
+                     "limit": targets["replay_vs_naive"], "met": ratio <= targets["replay_vs_naive"], "unit": "x"})
     return rows
 
 
