@@ -393,7 +393,7 @@ class ProcessAdapter:
         except ValidationError as error:
             self._fail(cmd, seq, f"a reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
 
-    def _reply_line(self, deadline: float) -> bytes:
+    def _reply_line(self, deadline: float) -> bytearray:
         """PROTO-1: the next line the process writes to stdout, at most MAX_LINE bytes (a longer one
         is cut there), the last one without its newline; _EOF once stdout is closed; TimeoutError
         past ``deadline``."""
@@ -402,7 +402,7 @@ class ProcessAdapter:
             end = unread.find(b"\n", searched, MAX_LINE)
             if end >= 0 or len(unread) >= MAX_LINE or self._stdout_ended:
                 taken = end + 1 if end >= 0 else min(len(unread), MAX_LINE)
-                line = bytes(unread[:taken])
+                line = unread[:taken]  # one copy: a cut line is MAX_LINE bytes
                 del unread[:taken]
                 return line
             searched = len(unread)
