@@ -355,7 +355,7 @@ class ProcessAdapter:
         self._seq += 1
         deadline = time.monotonic() + (self.reply_timeout if timeout is None else timeout)
         try:
-            self._write((request.model_dump_json(exclude_unset=True) + "\n").encode(), deadline)  # PROTO-10: an optional field sent only when set
+            read_whole = self._write((request.model_dump_json(exclude_unset=True) + "\n").encode(), deadline)  # PROTO-10: an optional field sent only when set
         except TimeoutError:
             self._fail(cmd, seq, f"the process did not read its request within {self._timeout(timeout):g} s", expected, timed_out=True)
         except OSError:
@@ -386,12 +386,14 @@ class ProcessAdapter:
             self._fail(cmd, seq, f"a reply of the wrong shape (no integer seq): {_preview(text)}", expected, "PROTO-2")
         if reply_seq != seq:  # PROTO-2
             self._fail(cmd, seq, f"a reply with the wrong seq {reply_seq} (expected seq {seq})", expected, "PROTO-2")
+        if not read_whole:  # PROTO-1: it answers no request
+            self._fail(cmd, seq, "a reply written before the process had read its request", expected, "PROTO-1")
         try:
             return expect.validate_json(text)  # PROTO-16
         except ValidationError as error:
             self._fail(cmd, seq, f"a reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
 
-    def _reply_line(self, deadline: float) -> bytes:
+    def _reply_line(self, deadline: float) -> bytearray:
         """PROTO-1: the next line the process writes to stdout, at most MAX_LINE bytes (a longer one
         is cut there), the last one without its newline; _EOF once stdout is closed; TimeoutError
         past ``deadline``."""
@@ -400,7 +402,7 @@ class ProcessAdapter:
             end = unread.find(b"\n", searched, MAX_LINE)
             if end >= 0 or len(unread) >= MAX_LINE or self._stdout_ended:
                 taken = end + 1 if end >= 0 else min(len(unread), MAX_LINE)
-                line = bytes(unread[:taken])
+                line = unread[:taken]  # one copy: a cut line is MAX_LINE bytes
                 del unread[:taken]
                 return line
             searched = len(unread)
@@ -434,21 +436,27 @@ class ProcessAdapter:
     def _timeout(self, timeout: float | None) -> float:
         return self.reply_timeout if timeout is None else timeout
 
-    def _write(self, data: bytes, deadline: float) -> None:
+    def _write(self, data: bytes, deadline: float) -> bool:
         """Write all of ``data`` to the non-blocking stdin by ``deadline`` (TimeoutError), or OSError.
         Meanwhile stdout is read, so that a process writing there before it reads on is not held
-        by a full pipe."""
+        by a full pipe; but only up to one line (PROTO-1: at most MAX_LINE bytes): once a line is
+        there, the rest is not written and False is returned, that line being a reply written
+        before the process read its request."""
         try:  # a request fits the pipe's buffer as a rule: a selector only for what does not
             view = memoryview(data)[os.write(self._stdin_fd, data) :]
         except BlockingIOError:
             view = memoryview(data)
         if not view:
-            return
+            return True
+        searched = 0
         with selectors.DefaultSelector() as selector:
             selector.register(self._stdin_fd, selectors.EVENT_WRITE)
             if not self._stdout_ended:
                 selector.register(self._stdout_fd, selectors.EVENT_READ)
             while view:
+                if self._unread.find(b"\n", searched) >= 0 or len(self._unread) >= MAX_LINE:
+                    return False
+                searched = len(self._unread)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
@@ -462,6 +470,7 @@ class ProcessAdapter:
                         view = view[os.write(self._stdin_fd, view) :]
                     except BlockingIOError:
                         pass
+        return True
 
     def _exited(self, when: str) -> str:
         try:

@@ -406,15 +406,27 @@ def test_PROTO_15_any_finite_deadline_is_waited_for() -> None:
     adapter.close()
 
 
-def test_PROTO_1_a_process_that_writes_before_it_reads_on_is_not_held_by_a_full_pipe() -> None:
-    """While kvspec writes a request larger than a pipe holds, it reads stdout: the process's lines
-    are there to be read as its reply, a PROTO-1 failure, not a wait for the deadline."""
-    adapter = ProcessAdapter([sys.executable, str(FAKES / "flood_stdout.py")], reply_timeout=5.0)
+WRITES_BEFORE_READING = [
+    ("flood_stdout", r"malformed JSON reply .*fake log"),
+    ("flood_no_newline", r"a reply line longer than 4194304 bytes"),
+    ("reply_before_request", r"a reply written before the process had read its request"),
+]
+
+
+@pytest.mark.parametrize("name, message", WRITES_BEFORE_READING, ids=[name for name, _ in WRITES_BEFORE_READING])
+def test_PROTO_1_a_process_that_writes_before_it_reads_on_is_not_held_by_a_full_pipe(
+    name: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While kvspec writes a request larger than a pipe holds, it reads stdout, but one line at most
+    (MAX_LINE bytes at most): that line is judged as the reply, a PROTO-1 failure at once, neither a
+    wait for the deadline nor stdout held whole in memory; a reply that would do is out of turn."""
+    monkeypatch.setattr(process, "MAX_LINE", 1 << 22)  # flood_no_newline writes without end: 4 MiB, read in many chunks
+    adapter = ProcessAdapter([sys.executable, str(FAKES / f"{name}.py")], reply_timeout=5.0)
     adapter.configure(AdapterConfig("lru", 8))
-    began = time.monotonic()
-    with pytest.raises(AdapterFailure, match=r"hit_tokens \(seq 2\): malformed JSON reply .*fake log") as failure:
+    with pytest.raises(AdapterFailure, match=rf"hit_tokens \(seq 2\): {message}") as failure:
         adapter.hit_tokens(list(range(2**40, 2**40 + 20_000)), 1)  # about 280 KB
-    assert failure.value.clause == "PROTO-1" and time.monotonic() - began < 5
+    assert failure.value.clause == "PROTO-1" and not failure.value.timed_out
+    assert len(adapter._unread) < process.CHUNK  # reading stopped at the first line: what is left of the read that ended it
     assert_gone(adapter)
 
 
