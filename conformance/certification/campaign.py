@@ -26,6 +26,7 @@ from kvspec.conformance.certification.report import Report, build_report, write_
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, SPEC_VERSION, KvspecError
+from kvspec.reference.constants import AnyPolicyName
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, dialect_for
 
 
@@ -168,7 +169,6 @@ def report_of(certification: Certification, certified: Certified, directory: Pat
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 Profile = Literal["quick", "thorough"]
-PolicyName = Literal["s3fifo", "lru", "fifo", "benefit"]
 
 
 class Settings(BaseModel):
@@ -180,7 +180,7 @@ class Settings(BaseModel):
     seeds: list[int] | None = Field(None, min_length=1, description="the Hypothesis seeds, each a certification (default [0])")
     dialects: list[str] | None = Field(None, min_length=1, description="canonical or a known dialect (spec/dialects.md), each a "
                                        "certification (default [\"canonical\"])")
-    policies: list[PolicyName] | None = Field(None, min_length=1, description="the policies to certify (default: every policy the "
+    policies: list[AnyPolicyName] | None = Field(None, min_length=1, description="the policies to certify (default: every policy the "
                                               "adapter offers that the dialect has)")
     find_dialect: bool | None = Field(None, description="where a policy does not conform, search for its dialect (DIALECT-8; default false)")
 
