@@ -151,6 +151,40 @@ def test_an_unreachable_scheduler_is_one_error_before_any_output(address: str, w
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:1", "inproc://x", "ucx://127.0.0.1:1"])
+def test_a_scheduler_not_at_tcp_is_refused_before_any_client(address: str, trace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """tls:// needs certificates kvspec does not configure, and Dask's other schemes hang or crash on
+    an address they cannot reach; a client half built of one stalls the exit a minute."""
+    monkeypatch.setattr("distributed.Client", None)  # a client built would fail otherwise
+    status = cli.main(["sweep", str(trace), "--scheduler", address, "--output", str(tmp_path / "out.json")])
+    assert (status, capsys.readouterr().err) == (1, f"kvspec: error: --scheduler {address}: kvspec reaches a scheduler at tcp://HOST:PORT only\n")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_client_half_built_does_not_stall_the_exit(trace: Path, tmp_path: Path) -> None:
+    """What listens at the address answers bytes no scheduler sends: the client's start fails after
+    its event loop has started, and its finaliser would wait twice the connect timeout for the
+    scheduler to see it go, then print a traceback."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        address = "tcp://127.0.0.1:{}".format(listener.getsockname()[1])
+        process = subprocess.Popen([str(KVSPEC), "sweep", str(trace), "--scheduler", address, "--output", str(tmp_path / "out.json")],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"})
+        try:
+            connection, _ = listener.accept()
+            with connection:
+                connection.sendall(b"\xff" * 64)
+                stdout, stderr = process.communicate(timeout=60)
+        finally:
+            process.kill()
+            process.wait()
+    assert (process.returncode, stdout) == (1, "")
+    assert stderr.startswith(f"kvspec: error: --scheduler {address}: cannot reach the scheduler: ") and stderr.count("\n") == 1, stderr
+
+
 def test_the_scheduler_without_dask_names_the_extra(trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` finds where dask is not installed
     assert cli.main(["sweep", str(trace), "--scheduler", "tcp://127.0.0.1:8786"]) == 1
