@@ -128,7 +128,8 @@ class Report(BaseModel):
     conforms: bool = Field(description="true when every policy conforms and nothing failed outside them; kvspec then exits with status 0 "
                            "(PROTO-30)")
     faults: list[Failure] = Field(description="failures outside every policy's run: at the implementation's start or at its stop "
-                                  "(PROTO-13, PROTO-15, PROTO-29)")
+                                  "(PROTO-13, PROTO-15, PROTO-29); in a campaign, the policies asked for that it does not offer "
+                                  "(PROTO-6), no policy then certified")
     policies: list[PolicyVerdict] = Field(description="one verdict for each policy certified")
 
 
