@@ -1,6 +1,7 @@
 """kvspec's reference: the executable form of spec/replay.md, spec/s3fifo.md, spec/lru.md and
 spec/fifo.md. Each rule is a function that cites its clause id."""
 
+from .constants import ALL_POLICIES
 from .errors import ConfigError, KvspecError, TraceError
 from .fifo import FIFO
 from .lru import LRU
@@ -9,7 +10,6 @@ from .s3fifo import S3FIFO, Caps, caps_for
 from .trace import TraceFile, bundled_trace_path
 
 SPEC_VERSION = "0.1.0"
-ALL_POLICIES = (*POLICIES, "benefit")  # spec/replay.md's policies, and spec/benefit.md's
 MODELS = ("ReplayResult", "RequestResult", "TraceRecord")  # pydantic's (models.py)
 
 

@@ -3,10 +3,12 @@ work, in a module that imports nothing: building the parser (and `kvspec replay`
 code they configure, and no module depends on a heavier one for a constant. Each is re-exported
 where it used to be defined."""
 
-from typing import Literal
+from typing import Literal, get_args
 
 PolicyName = Literal["s3fifo", "lru", "fifo"]
 POLICIES: tuple[PolicyName, ...] = ("s3fifo", "lru", "fifo")  # REPLAY-CONF-3; re-exported by replay.py
+AnyPolicyName = Literal[PolicyName, "benefit"]  # spec/replay.md's policies, and spec/benefit.md's
+ALL_POLICIES: tuple[AnyPolicyName, ...] = get_args(AnyPolicyName)  # re-exported by reference/__init__.py
 
 REPLY_TIMEOUT = 10.0  # PROTO-15: seconds for a reply ...
 START_TIMEOUT = 30.0  # ... and for the start reply, or an in-process factory; both re-exported by kvspec.adapters

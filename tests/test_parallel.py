@@ -25,7 +25,7 @@ from test_bad_input import environment, kill_everything, processes_left, settle
 
 from kvspec.conformance import cli
 from kvspec.conformance.core.parallel import Cluster, Processes
-from kvspec.reference import KvspecError
+from kvspec.reference import ALL_POLICIES, POLICIES, KvspecError
 
 from support import schema_errors
 
@@ -151,6 +151,41 @@ def test_an_unreachable_scheduler_is_one_error_before_any_output(address: str, w
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:1", "inproc://x", "ucx://127.0.0.1:1"])
+def test_a_scheduler_not_at_tcp_is_refused_before_any_client(address: str, trace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """tls:// needs certificates kvspec does not configure, and Dask's other schemes hang or crash on
+    an address they cannot reach; a client half built of one stalls the exit a minute."""
+    monkeypatch.setattr("distributed.Client", None)  # a client built would fail otherwise
+    status = cli.main(["sweep", str(trace), "--scheduler", address, "--output", str(tmp_path / "out.json")])
+    said = f"kvspec: error: --scheduler {address}: kvspec reaches a scheduler at tcp://HOST:PORT only\n"
+    assert (status, capsys.readouterr().err) == (1, said)
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_client_half_built_does_not_stall_the_exit(trace: Path, tmp_path: Path) -> None:
+    """What listens at the address answers bytes no scheduler sends: the client's start fails after
+    its event loop has started, and its finaliser would wait twice the connect timeout for the
+    scheduler to see it go, then print a traceback."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        address = "tcp://127.0.0.1:{}".format(listener.getsockname()[1])
+        process = subprocess.Popen([str(KVSPEC), "sweep", str(trace), "--scheduler", address, "--output", str(tmp_path / "out.json")],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "5s"})
+        try:
+            connection, _ = listener.accept()
+            with connection:
+                connection.sendall(b"\xff" * 64)
+                stdout, stderr = process.communicate(timeout=60)
+        finally:
+            process.kill()
+            process.wait()
+    assert (process.returncode, stdout) == (1, "")
+    assert stderr.startswith(f"kvspec: error: --scheduler {address}: cannot reach the scheduler: ") and stderr.count("\n") == 1, stderr
+
+
 def test_the_scheduler_without_dask_names_the_extra(trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` finds where dask is not installed
     assert cli.main(["sweep", str(trace), "--scheduler", "tcp://127.0.0.1:8786"]) == 1
@@ -223,6 +258,64 @@ def test_a_bad_campaign_file_is_one_error_before_any_certification(text: str, er
     assert cli.main(["campaign", str(tmp_path / "c.toml"), "--report", str(tmp_path / "report")]) == 1
     assert capsys.readouterr().err.startswith(f"kvspec: error: {tmp_path / 'c.toml'}: {error}")
     assert not (tmp_path / "report").exists()
+
+
+STARTS = "[[implementations]]\nname = 'a'\nadapter = 'cmd:touch {started}'\n"  # an implementation that leaves a file when started
+
+
+@pytest.mark.parametrize("name, text, error", [
+    ("c.toml", "policies = ['lru', 'fifo']\n" + STARTS + "dialects = ['canonical', 'vllm']\n",
+     "implementation 'a', vllm: DIALECT-5: vllm has no fifo dialect; it has lru"),
+    ("c.toml", STARTS + "dialects = ['canonical', 'vllm']\nvariations = ['promote-at-2']\n",
+     "implementation 'a', vllm+promote-at-2: DIALECT-2: the dialect asked for has no policy"),
+    ("c.toml", "seeds = [0, 0]\n" + STARTS, "not a campaign: seeds: 0 is given twice"),
+    ("c.toml", STARTS + "dialects = ['vllm', 'canonical', 'vllm']\n", "not a campaign: implementations.0.dialects: 'vllm' is given twice"),
+    ("c.toml", STARTS + "policies = ['lru', 'lru']\n", "not a campaign: implementations.0.policies: 'lru' is given twice"),
+    ("c.toml", STARTS + "variations = ['path-ids', 'path-ids']\n",
+     "not a campaign: implementations.0.variations: 'path-ids' is given twice"),
+    ("c.toml", "x = " + "[" * 100_000 + "\n" + STARTS, "not a campaign: nested too deeply"),
+    ("c.json", "[" * 100_000, "not a campaign: nested too deeply"),
+], ids=["a-policy-not-in-a-dialect", "a-dialect-without-a-policy", "seeds-twice", "dialects-twice", "policies-twice", "variations-twice",
+        "deep-toml", "deep-json"])
+def test_a_campaign_file_is_checked_whole_before_any_implementation_starts(name: str, text: str, error: str, tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """What was found only once certifications ran (their work lost), or ran twice into one folder,
+    or crashed: one line, and no implementation started."""
+    (tmp_path / name).write_text(text.replace("{started}", str(tmp_path / "started")))
+    assert cli.main(["campaign", str(tmp_path / name), "--report", str(tmp_path / "report")]) == 1
+    assert capsys.readouterr().err == f"kvspec: error: {tmp_path / name}: {error}\n"
+    assert not (tmp_path / "started").exists() and not (tmp_path / "report").exists()
+
+
+def test_a_policy_an_implementation_does_not_offer_is_its_certification_s_finding(tmp_path: Path,
+                                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Known only once it has started: recorded as what `kvspec certify` says of it, and the
+    campaign goes on, every other certification's report kept."""
+    benefit_only = "python:kvspec.conformance.measurement.indexed_benefit:IndexedBenefitAdapter"
+    assert cli.main(["certify", "--adapter", benefit_only, "--policy", "fifo"]) == 1
+    said = capsys.readouterr().err.removeprefix("kvspec: error: ").removesuffix("\n")
+    (tmp_path / "c.toml").write_text(f"policies = ['fifo']\n[[implementations]]\nname = 'benefit-only'\nadapter = '{benefit_only}'\n"
+                                     "[[implementations]]\nname = 'reference'\nadapter = 'reference'\n")
+    completed = subprocess.run([str(KVSPEC), "campaign", "c.toml", "--report", "report"], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=120, env={**os.environ, "KVSPEC_CONTRACTS": "0"})  # the reference's, cheaper off
+    assert (completed.returncode, completed.stderr) == (3, "")
+    assert completed.stdout.splitlines()[:2] == [f"benefit-only, canonical, seed 0: DOES NOT CONFORM ({said})",
+                                                 "reference, canonical, seed 0: conforms (fifo conforms)"]
+    report = json.loads((tmp_path / "report" / "campaign.json").read_text())
+    assert schema_errors("campaign-report.schema.json", report) == []
+    refused, certified = (entry["report"] for entry in report["certifications"])
+    assert (refused["conforms"], refused["policies"], [fault["message"] for fault in refused["faults"]]) == (False, [], [said])
+    assert refused["implementation"]["name"] == "kvspec-indexed-benefit" and certified["conforms"]
+    assert f"none ({said})" in (tmp_path / "report" / "campaign.md").read_text()
+
+
+def test_a_campaign_names_the_policies_certify_names() -> None:
+    """One list of the policies (reference/constants.py), not a copy of it that could drift."""
+    from kvspec.conformance.certification.campaign import CampaignFile, CampaignReport
+
+    campaign = CampaignFile.model_json_schema()["properties"]["policies"]["anyOf"][0]["items"]["enum"]
+    verdict = CampaignReport.model_json_schema()["$defs"]["PolicyVerdict"]["properties"]["policy"]["enum"]
+    assert campaign == verdict == list(ALL_POLICIES) == [*POLICIES, "benefit"]
 
 
 def interrupted(argv: list[str], folder: Path, signum: int, started: str, count: int) -> None:

@@ -11,9 +11,9 @@ import tomllib
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterFailure, Identity
@@ -26,7 +26,8 @@ from kvspec.conformance.certification.report import Report, build_report, write_
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, SPEC_VERSION, KvspecError
-from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, dialect_for
+from kvspec.reference.constants import AnyPolicyName
+from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 
 
 def rebuilt(kind: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
@@ -83,6 +84,7 @@ class Certification:
     reply_timeout: float = REPLY_TIMEOUT
     start_timeout: float = START_TIMEOUT
     label: str = ""
+    refused_as_fault: bool = False  # a campaign's: the policies asked for not offered, a fault in its report, not kvspec's error
 
     def __call__(self) -> Certified:
         with ONE_AT_A_TIME:
@@ -97,7 +99,12 @@ class Certification:
             adapter = implementation.start()
         except AdapterFailure as failure:
             return Certified(None, "unknown", (), (process_fault(failure, "its start"),), {})
-        outcomes, searches = self.certify(implementation, adapter)
+        try:
+            outcomes, searches = self.certify(implementation, adapter)
+        except Refused as refusal:
+            if not self.refused_as_fault:
+                raise
+            return Certified(adapter.identity, adapter.level, (), (Finding(str(refusal), "", None),), {})
         faults = []
         try:
             implementation.close()
@@ -110,15 +117,13 @@ class Certification:
         the dialect of each that does not conform (DIALECT-8)."""
         offered = adapter.policies
         unoffered = [policy for policy in self.policies if policy not in offered]
-        given = self.dialect is not None or bool(self.variations)
-        policies = list(self.policies) or [p for p in ALL_POLICIES if p in offered and (not given or self.has_dialect(p))]
+        policies = list(self.policies) or [p for p in ALL_POLICIES if p in offered and self.has_dialect(p)]
         try:
             if unoffered:
-                raise KvspecError(f"{self.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
+                raise Refused(f"{self.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
             if not policies:
-                raise KvspecError(f"{self.adapter} implements {', '.join(offered)}, and the dialect asked for has none of them")
-            # DIALECT-2, DIALECT-5: a policy asked for that the dialect does not have
-            dialects = {policy: dialect_for(policy, self.dialect, self.variations) if given else CANONICAL for policy in policies}
+                raise Refused(f"{self.adapter} implements {', '.join(offered)}, and the dialect asked for has none of them")
+            dialects = self.dialects(policies)
         except KvspecError:
             close_quietly(implementation)
             raise
@@ -131,12 +136,29 @@ class Certification:
                                                 lambda d, p=policy: certify_policy(implementation, p, self.profile, self.seed, self.pins, d))
         return outcomes, searches
 
+    def dialects(self, policies: list[str]) -> dict[str, Dialect]:
+        """Each policy's dialect; DIALECT-2, DIALECT-5: a ConfigError for a policy the dialect asked for does not have."""
+        given = self.dialect is not None or bool(self.variations)
+        return {policy: dialect_for(policy, self.dialect, self.variations) if given else CANONICAL for policy in policies}
+
+    def check_dialects(self) -> None:
+        """What is known of the dialects before the implementation starts: each policy named has
+        the dialect asked for; without policies named, the dialect has one."""
+        policies = list(self.policies) or [p for p in ALL_POLICIES if self.has_dialect(p)]
+        if not policies:
+            raise KvspecError("DIALECT-2: the dialect asked for has no policy")
+        self.dialects(policies)
+
     def has_dialect(self, policy: str) -> bool:
         """Whether the dialect asked for has ``policy``: without policies named, those certified are
         those it has (as `kvspec sweep` sweeps them)."""
         if self.dialect is not None and policy not in KNOWN_DIALECTS[self.dialect]:
             return False
         return all(policy in VARIATIONS[v].policies for v in self.variations)
+
+
+class Refused(KvspecError):
+    """The implementation does not offer the policies asked for (PROTO-6): known once it has started."""
 
 
 def process_fault(failure: AdapterFailure, when: str) -> Finding:
@@ -168,7 +190,18 @@ def report_of(certification: Certification, certified: Certified, directory: Pat
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 Profile = Literal["quick", "thorough"]
-PolicyName = Literal["s3fifo", "lru", "fifo", "benefit"]
+T = TypeVar("T")
+
+
+def each_once(values: list[T]) -> list[T]:
+    """Each seed, dialect, policy or variation point once: one given twice would be certified twice into one folder."""
+    repeated = [value for value in values if values.count(value) > 1]
+    if repeated:
+        raise ValueError(f"{repeated[0]!r} is given twice")
+    return values
+
+
+Distinct = Annotated[list[T], AfterValidator(each_once)]
 
 
 class Settings(BaseModel):
@@ -177,10 +210,10 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     profile: Profile | None = Field(None, description="quick or thorough (default quick)")
-    seeds: list[int] | None = Field(None, min_length=1, description="the Hypothesis seeds, each a certification (default [0])")
-    dialects: list[str] | None = Field(None, min_length=1, description="canonical or a known dialect (spec/dialects.md), each a "
+    seeds: Distinct[int] | None = Field(None, min_length=1, description="the Hypothesis seeds, each a certification (default [0])")
+    dialects: Distinct[str] | None = Field(None, min_length=1, description="canonical or a known dialect (spec/dialects.md), each a "
                                        "certification (default [\"canonical\"])")
-    policies: list[PolicyName] | None = Field(None, min_length=1, description="the policies to certify (default: every policy the "
+    policies: Distinct[AnyPolicyName] | None = Field(None, min_length=1, description="the policies to certify (default: every policy the "
                                               "adapter offers that the dialect has)")
     find_dialect: bool | None = Field(None, description="where a policy does not conform, search for its dialect (DIALECT-8; default false)")
 
@@ -190,7 +223,7 @@ class Entry(Settings):
 
     name: str = Field(description="what the campaign calls it: its reports' folder")
     adapter: str = Field(description="the adapter spec (PROTO-18)")
-    variations: list[str] = Field(default_factory=list, description="variation points added to every dialect (--variation)")
+    variations: Distinct[str] = Field(default_factory=list, description="variation points added to every dialect (--variation)")
     small_ratio: float | None = None
     max_freq: int | None = None
     max_capacity: int | None = None
@@ -227,16 +260,26 @@ def read_campaign(path: Path) -> list[Planned]:
         raise KvspecError(f"{path}: cannot read the campaign: {error.strerror}") from None
     except (UnicodeDecodeError, ValueError) as error:  # tomllib's and json's errors, and pydantic's, are ValueErrors
         raise KvspecError(f"{path}: not a campaign: {problem(error)}") from None
+    except RecursionError:
+        raise KvspecError(f"{path}: not a campaign: nested too deeply") from None
     names = [entry.name for entry in campaign.implementations]
     for entry in campaign.implementations:
         check_entry(path, entry, names)
-    return [planned for entry in campaign.implementations for planned in plan(campaign, entry)]
+    planned = [planned for entry in campaign.implementations for planned in plan(campaign, entry)]
+    for each in planned:
+        try:
+            each.certification.check_dialects()
+        except KvspecError as error:
+            raise KvspecError(f"{path}: implementation {each.implementation!r}, {each.dialect}: {error}") from None
+    return planned
 
 
 def problem(error: Exception) -> str:
     if isinstance(error, ValidationError):
         first = error.errors()[0]
-        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+        # a validator's own words, without pydantic's "Value error, "
+        said = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        return f"{'.'.join(map(str, first['loc']))}: {said}"
     return str(error).splitlines()[0]
 
 
@@ -274,7 +317,7 @@ def plan(campaign: CampaignFile, entry: Entry) -> list[Planned]:
             certification = Certification(
                 entry.adapter, tuple(setting("policies", ())), setting("profile", "quick"), seed, pins(entry),
                 None if dialect == "canonical" else dialect, tuple(entry.variations), setting("find_dialect", False),
-                entry.reply_timeout, entry.start_timeout, f"{entry.name}, {named}, seed {seed}")
+                entry.reply_timeout, entry.start_timeout, f"{entry.name}, {named}, seed {seed}", refused_as_fault=True)
             planned.append(Planned(entry.name, named, f"{entry.name}/{named}/seed-{seed}", certification))
     return planned
 
@@ -323,6 +366,12 @@ def write_campaign(path: Path, planned: list[Planned], found: list[Certified], f
     return campaign
 
 
+def without_policies(report: Report) -> str:
+    """Why a certification has no policy's verdict: the implementation failed at its start, or does not
+    offer the policies asked for (as `kvspec certify` would say it)."""
+    return "it failed at its start" if report.level == "unknown" else report.faults[0].message
+
+
 def verdict_text(report: Report) -> str:
     return "conforms" if report.conforms else "does not conform"
 
@@ -337,7 +386,8 @@ def markdown(campaign: CampaignReport) -> str:
              "| implementation | dialect | seed | profile | verdict | policies | report |", "|---|---|---:|---|---|---|---|"]
     for entry in campaign.certifications:
         report = entry.report
-        policies = ", ".join(f"{p.policy} {'conforms' if p.conforms else 'fails'}" for p in report.policies) or "none (it failed at its start)"
+        policies = (", ".join(f"{p.policy} {'conforms' if p.conforms else 'fails'}" for p in report.policies)
+                    or f"none ({without_policies(report)})".replace("|", "\\|"))
         lines.append(f"| {entry.implementation} | {entry.dialect} | {entry.seed} | {report.profile} | {verdict_text(report)} | {policies} "
                      f"| [{entry.folder}/report.md]({entry.folder}/report.md) |")
     return "\n".join(lines) + "\n"

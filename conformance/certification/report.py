@@ -21,6 +21,7 @@ from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import canonical
 from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.reference import SPEC_VERSION
+from kvspec.reference.constants import AnyPolicyName
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
@@ -91,7 +92,7 @@ class PolicyVerdict(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    policy: Literal["s3fifo", "lru", "fifo", "benefit"] = Field(description="the policy certified (PROTO-6)")
+    policy: AnyPolicyName = Field(description="the policy certified (PROTO-6)")
     dialect: list[str] = Field(default_factory=list, description="DIALECT-7: the variation points of the dialect certified against, in "
                                "spec/dialects.md's order; empty: the canonical spec")
     conforms: bool = Field(description="true when the run found no failure for this policy")
@@ -127,7 +128,8 @@ class Report(BaseModel):
     conforms: bool = Field(description="true when every policy conforms and nothing failed outside them; kvspec then exits with status 0 "
                            "(PROTO-30)")
     faults: list[Failure] = Field(description="failures outside every policy's run: at the implementation's start or at its stop "
-                                  "(PROTO-13, PROTO-15, PROTO-29)")
+                                  "(PROTO-13, PROTO-15, PROTO-29); in a campaign, the policies asked for that it does not offer "
+                                  "(PROTO-6), no policy then certified")
     policies: list[PolicyVerdict] = Field(description="one verdict for each policy certified")
 
 

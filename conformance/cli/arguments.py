@@ -191,8 +191,8 @@ def add_jobs(command: argparse.ArgumentParser, what: str) -> None:
                        help=f"run {what} in N local processes side by side (auto: one per processor; default 1: one after another, "
                             "in this process); the results are the same")
     where.add_argument("--scheduler", metavar="ADDRESS",
-                       help=f"run {what} as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://host:port; needs "
-                            "kvspec[cluster]); every worker must run this kvspec and see each file at the path given (docs/scaling.md)")
+                       help=f"run {what} as tasks of the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:PORT: "
+                            "plain TCP only, not tls://; needs kvspec[cluster]); every worker must run this kvspec and see each file at the path given (docs/scaling.md)")
 
 
 def with_progress(trace: TraceFile, records: Iterator[tuple[int, Line]], label: str,

@@ -28,7 +28,7 @@ def add(commands: Any) -> None:
 
 
 def run_campaign(args: argparse.Namespace) -> int:
-    from kvspec.conformance.certification.campaign import read_campaign, write_campaign
+    from kvspec.conformance.certification.campaign import read_campaign, without_policies, write_campaign
     from kvspec.conformance.cli.interruption import unless_interrupted
     from kvspec.conformance.cli.jobs import job_workers
 
@@ -42,6 +42,6 @@ def run_campaign(args: argparse.Namespace) -> int:
         report = entry.report
         policies = ", ".join(f"{p.policy} {'conforms' if p.conforms else 'DOES NOT CONFORM'}" for p in report.policies)
         print(f"{entry.implementation}, {entry.dialect}, seed {entry.seed}: {'conforms' if report.conforms else 'DOES NOT CONFORM'}"
-              f"{f' ({policies})' if policies else ' (it failed at its start)'}")
+              f" ({policies or without_policies(report)})")
     print(f"the report: {args.report / 'campaign.md'}")
     return 0 if campaign.conforms else 3

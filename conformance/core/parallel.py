@@ -19,7 +19,7 @@ import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -175,6 +175,8 @@ class Cluster:
     in_process = False
 
     def __init__(self, address: str, finished: Finished) -> None:
+        if not address.startswith("tcp://"):  # tls:// needs certificates kvspec does not configure; the others, Dask's own
+            raise KvspecError(f"--scheduler {address}: kvspec reaches a scheduler at tcp://HOST:PORT only")
         try:
             from distributed import Client
         except ImportError:
@@ -187,17 +189,13 @@ class Cluster:
         """The client, connected at the first jobs: bad input is said before the cluster is sought."""
         import logging
 
-        from distributed import Client
-        from distributed.comm import resolve_address
-
         if self.client is None:
             # Its failures are said here, in one line: not logged with their tracebacks too (the client's logger has a level of its own).
             for name in [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "distributed"]:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             try:
-                resolve_address(self.address)  # a malformed address first: a client half made of one takes a minute to give up
-                self.client = Client(self.address, set_as_default=False)
-            except (OSError, ValueError, TypeError) as error:
+                self.client = connected(self.address)
+            except Exception as error:  # noqa: BLE001 (whatever the address or what answers there makes Dask raise, in one line)
                 raise KvspecError(f"--scheduler {self.address}: cannot reach the scheduler: {first_line(error)}") from None
             self.check_workers(self.client)
         return self.client
@@ -249,6 +247,23 @@ class Cluster:
         except (OSError, TimeoutError):
             pass  # a scheduler already gone
         self.client = None
+
+
+def connected(address: str) -> "Client":
+    """A client of the scheduler at ``address``. One whose start fails is closed as it is, so that
+    its finaliser does not wait for a scheduler it never reached to see it go (twice the connect
+    timeout, a minute by default, ending in a traceback)."""
+    from distributed import Client
+
+    client = Client.__new__(Client)  # built in two steps, to hold the client its failed start leaves
+    try:
+        client.__init__(address, set_as_default=False)  # type: ignore[misc]
+    except BaseException:
+        client.status = "closed"
+        with suppress(AttributeError):  # a start failed before its event loop's thread began
+            client._loop_runner.stop()
+        raise
+    return client
 
 
 def cancel(client: "Client", futures: list[Any]) -> None:
