@@ -41,6 +41,7 @@ def test_every_engine_dialect_is_named_and_has_a_model() -> None:
         assert KNOWN_DIALECTS[name] == {policy: KNOWN_DIALECTS[name if name == "vllm" else name.rsplit("-", 1)[0]][policy]}
 
 
+@pytest.mark.untyped  # the models replay the traces typed, below
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])
 def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_2_each_engine_model_conforms_to_its_dialect(
         name: str, policy: str, model: Callable[[], object]) -> None:
