@@ -36,6 +36,7 @@ def test_the_reference_conforms_on_the_benefit_policy() -> None:
     assert outcome.conforms, outcome.message
 
 
+@pytest.mark.untyped
 def test_the_independent_canonical_benefit_policy_conforms() -> None:
     outcome = certify_policy(canonical(), "benefit")
     assert outcome.conforms, outcome.message
@@ -194,7 +195,8 @@ def test_the_probes_set_one_knob_at_a_time_to_each_whole_domain_value() -> None:
     assert sorted(knobs[0] for knobs in changed) == sorted((k, repr(v)) for k, values in WIDE.items() for v in values if repr(v) != repr(default[k]))
 
 
-@pytest.mark.parametrize("name", ["reject-advances-clock", "invalid-hit-counted"])
+# The second stays typed: the only typed run of the benefit diagnosis of a results-level divergence.
+@pytest.mark.parametrize("name", [pytest.param("reject-advances-clock", marks=pytest.mark.untyped), "invalid-hit-counted"])
 def test_the_mutants_of_findings_F15_and_F16_are_caught_at_the_results_level(name: str) -> None:
     """A rejection that moves the clock (F-15) and a hit with an invalid sample that counts (F-16,
     BEN-HIT-3) show in decisions and victims, without the state: the verdict leads with the clause."""

@@ -40,6 +40,7 @@ def test_the_reference_conforms_through_the_subprocess_protocol() -> None:
     assert outcome.conforms, outcome.message
 
 
+@pytest.mark.untyped
 def test_the_independent_canonical_implementation_conforms() -> None:
     """conformance/galleries/mutants.py's canonical S3FIFO, the base every mutant changes in one place."""
     outcome = certify_policy(canonical(), "s3fifo")
@@ -47,6 +48,7 @@ def test_the_independent_canonical_implementation_conforms() -> None:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+@pytest.mark.untyped
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_javascript_example_conforms(policy: str) -> None:
     adapter = load_adapter(f"cmd:node {NODE_EXAMPLE}")
@@ -106,6 +108,7 @@ def examples_sent(seed: int) -> tuple[list[AdapterConfig], list[list[int]]]:
     return adapter.configs, adapter.requests
 
 
+@pytest.mark.untyped
 def test_the_same_seed_draws_the_same_examples_whatever_local_modules_are_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hypothesis draws some values from the literals of modules outside site-packages (an
     editable kvspec, an in-process adapter's module); a certification must not."""
@@ -151,6 +154,7 @@ def test_replay_through_an_adapter_that_refuses_a_valid_configuration() -> None:
     assert "at the configuration: S3-CONF-2, S3-CONF-5: " in run.stderr
 
 
+@pytest.mark.untyped
 def test_pinned_knobs_restrict_the_configurations_certified() -> None:
     """An implementation without a max_freq knob refuses every other max_freq: it fails unpinned
     (a valid configuration refused) and conforms with --max-freq 3."""

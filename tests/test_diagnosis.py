@@ -205,6 +205,7 @@ def test_an_lru_queue_that_holds_a_hash_twice_breaks_replay_queue_1() -> None:
     assert found.clauses == ("REPLAY-QUEUE-1",) and "main holds a hash twice" in str(found)
 
 
+@pytest.mark.untyped
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
 def test_an_lru_or_fifo_certification_never_cites_an_s3_clause(policy: str) -> None:
     for implementation in (mistakes.CountOffByOne(), results(mistakes.CountOffByOne), mistakes.HitAppendsAgain(),

@@ -41,6 +41,7 @@ def test_every_engine_dialect_is_named_and_has_a_model() -> None:
         assert KNOWN_DIALECTS[name] == {policy: KNOWN_DIALECTS[name if name == "vllm" else name.rsplit("-", 1)[0]][policy]}
 
 
+@pytest.mark.untyped  # the models replay the conversation trace typed, below
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])
 def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_2_each_engine_model_conforms_to_its_dialect(
         name: str, policy: str, model: Callable[[], object]) -> None:
@@ -50,7 +51,7 @@ def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_2_each_engine_m
     assert outcome.conforms, (CLAUSES[name], outcome.findings[0].message if outcome.findings else "")
 
 
-@pytest.mark.parametrize("trace", ["conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz"])
+@pytest.mark.parametrize("trace", ["conversation_trace.jsonl.gz", pytest.param("synthetic_trace.jsonl.gz", marks=pytest.mark.untyped)])
 @pytest.mark.parametrize(("name", "policy", "model"), ENGINES, ids=[name for name, _, _ in ENGINES])
 def test_each_engine_model_agrees_with_its_dialect_on_the_mooncake_traces(name: str, policy: str, model: Callable[[], object], trace: str) -> None:
     """Section 8: the model and the reference in the engine's dialect, in lockstep over the first

@@ -137,7 +137,8 @@ def test_PROTO_30_a_fault_at_request_3_is_a_finding_at_request_3(fault: str, cla
     if fault != "hang":  # shrunk: nothing but the configuration and its three requests
         assert first.steps.count("state.request(") == 3, first.steps
     assert f"at line 3 of {lru_trace} (request 3): {clause}: " in replay(adapter, lru_trace, tmp_path / "out.json")
-    assert f"FAIL {json.loads(lru_case.read_text())['id']} " in verify(adapter, lru_case) and what in verify(adapter, lru_case)
+    verified = verify(adapter, lru_case)
+    assert f"FAIL {json.loads(lru_case.read_text())['id']} " in verified and what in verified
 
 
 # At the start and at the stop -----------------------------------------------------------------

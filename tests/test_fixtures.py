@@ -286,6 +286,7 @@ def test_FIX_12_the_javascript_example_passes_every_case_of_the_policies_it_list
     assert {v["verdict"] for v in verdicts if v["id"].startswith("benefit-")} == {"skip"}  # it does not list benefit (PROTO-6)
 
 
+@pytest.mark.untyped
 @pytest.mark.parametrize("spec", MUTANT_SPECS)
 def test_every_mutant_of_both_galleries_fails_a_fixture_at_the_results_level(spec: str) -> None:
     """The corpus in manifest order, up to the first case the mutant fails (verify runs them all),

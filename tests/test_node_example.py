@@ -328,6 +328,7 @@ def mooncake_prefix() -> list[tuple[list[int], int]]:
     return [(list(r.hash_ids), r.input_length) for _, r in records]
 
 
+@pytest.mark.untyped
 @pytest.mark.parametrize("capacity", [64, 1024])
 @pytest.mark.parametrize("policy", ["s3fifo", "lru", "fifo"])
 def test_mooncake_conversation_prefix_matches_reference(server: NodeServer, policy: str, capacity: int) -> None:

@@ -389,6 +389,7 @@ def test_certify_at_the_results_level_catches_a_ghost_left_in_place() -> None:
     assert not certified_apart(__name__, "results_level(GhostKeptOnHit)", "s3fifo")[0]
 
 
+@pytest.mark.untyped
 @pytest.mark.parametrize("cls", [Int32Ids, Int8Ids, DoubleIds, DeduplicatedRequest, Uint32Keys, Uint8Keys, DoubleKeys, LengthByIdentity,
                                  SmallLengthByIdentity, MainLengthByIdentity, GhostLengthByIdentity, PolicyByIdentity, RatioRangeUnchecked,
                                  SecondChanceByTwo], ids=lambda cls: cls.__name__)
@@ -405,6 +406,7 @@ def over_the_protocol(adapter: ReferenceAdapter) -> Implementation:
     return Implementation("cmd:recorded", launch=lambda: InProcessAdapter("cmd:recorded", lambda: adapter))
 
 
+@pytest.mark.untyped
 def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_domain() -> None:
     """What three quick runs (seeds 0, 1 and 2) send: which values one run meets depends on how
     Hypothesis's generation goes, the distribution does not."""
@@ -425,6 +427,7 @@ def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_do
     assert machine_for(Implementation.of(CanonicalS3FIFO()), "s3fifo").non_finite_ratios
 
 
+@pytest.mark.untyped
 def test_every_quick_run_sends_every_probe() -> None:
     """The whole-domain value of each knob and queues longer than 256 blocks, whatever the seed
     and Hypothesis's generation (conformance/certification/machine.py's probes)."""
@@ -532,6 +535,7 @@ def test_FIX_7_the_benefit_cases_hold_keys_across_the_whole_domain() -> None:
     assert len({float(key) for key in keys}) < len(keys)
 
 
+@pytest.mark.untyped
 def test_BEN_SCORE_4_a_score_of_negative_zero_is_found_in_the_state() -> None:
     """-0.0 == +0.0 as numbers: the state's scores are checked for the sign apart (findings F-19).
     An entry never observed, under a floor of -0.0, scores -0.0 here where the spec's is +0.0."""
