@@ -199,13 +199,9 @@ class IndexedBenefitPolicy(BenefitPolicy):
                 self.shares[segment_id] = (probation - 1, share, inexact)
 
     def record_miss(self, key: int) -> None:
-        """BEN-MISS-1, BEN-CLOCK-3."""
-        check_id(key, "key")
-        self.clock += 1
-        entry = self.entries.get(key)
-        if entry is not None:
-            entry.misses += 1
-            entry.ow = entry.ow * self.config.decay_factor + 1.0
+        """BEN-MISS-1, BEN-CLOCK-3, as the reference records it; a resident entry's score goes stale."""
+        BenefitPolicy.record_miss(self, key)  # not super(): dataclass(slots=True) made this class anew
+        if key in self.entries:
             self.scored.stale_keys.add(key)
 
     def observe_pressure(self, pressure: float) -> None:
