@@ -6,10 +6,12 @@ here, at collection, and why tests/test_contracts.py checks that it took effect.
 typeguard checks every kvspec call of every test, except in the tests marked ``untyped``: those
 whose rule is a verdict (a certification that catches a mistaken implementation, or draws what it
 must) and which run certifications over and over, where typeguard makes a run about four times
-slower and checks what the typed certifications of the reference already check (the reference
-conforms in process and over the protocol, every policy: tests/test_certify.py,
-tests/test_benefit_certify.py). A mistaken implementation of the galleries is kvspec code too:
-untyped, it is caught by what certify checks, never by typeguard refusing one of its values.
+slower and checks what the typed tests check already (the reference certified in process and over
+the protocol, tests/test_certify.py and tests/test_benefit_certify.py, and the rules' own tests):
+each function typeguard checks in these tests, it checks in a typed test too, with arguments of
+the same types (but for which implementation's class goes where any is taken, and which mix of
+operations a list holds). A mistaken implementation of the galleries is kvspec code too: untyped,
+it is caught by what certify checks, never by typeguard refusing one of its values.
 
 Under pytest-xdist (`-n auto`, `--dist load`), the modules of FIRST run first, in that order:
 the first worker is sent the first quarter of its share of the tests (about 200) at once, so that

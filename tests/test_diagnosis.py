@@ -300,6 +300,19 @@ def test_a_hit_with_an_invalid_sample_that_counts_leads_with_ben_hit_3() -> None
     assert found.clauses == ("BEN-HIT-3",) and "a hit with an invalid cost sample changed the state" in str(found)
 
 
+def test_a_decision_that_differs_at_the_results_level_is_consistent_with_the_rule_broken() -> None:
+    """Findings F-15 at the results level, its shrunk counterexample: a rejection that moved the
+    clock shows in a later admission's decision, which the spec with BEN-ADMIT-2 broken gives too.
+    (tests/test_benefit_certify.py certifies the mutant untyped; this runs the diagnosis of a
+    differing decision under typeguard.)"""
+    mutant = MUTANTS["reject-advances-clock"]()
+    mutant.level = "results"
+    config = BenefitConfig(probation_byte_budget=0, persistence_hit_threshold=1, min_reuse_probability=0.0, decay_factor=0.5,
+                           grace_observations=0, ghost_capacity=1, ghost_max_age_observations=2)
+    found = benefit_divergence(mutant, config, ("rejection_then_victims", ([1, 2, 3], 1, CostSample(20.0, 20.0))))
+    assert found.clauses == found.consistent_with == ("BEN-ADMIT-2",) and 'got {"decision": {"kind": "admit-probation"' in str(found)
+
+
 # -- end to end ----------------------------------------------------------------------------------
 
 
