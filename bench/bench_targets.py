@@ -4,7 +4,7 @@
 
 Runs, one after another, each in a process of its own:
 
-- bench_prefix.py --skip-reference: the indexed benefit policy's prefix replay against S3FIFO's,
+- bench_prefix.py: the indexed benefit policy's prefix replay against S3FIFO's,
   at every capacity of both bundled traces (target: at most 3 times), and `kvspec compare` of the
   conversation trace end to end (target: under 10 s);
 - bench_startup.py: `kvspec --help` (target: under 0.15 s) and `kvspec replay` end to end against
@@ -95,7 +95,7 @@ def main() -> int:
     out = args.output_dir
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    bench("bench_prefix.py", "--skip-reference", "--output-dir", str(out))
+    bench("bench_prefix.py", "--output-dir", str(out))
     bench("bench_startup.py", "--output-dir", str(out))
     bench("bench_certify.py", "--only", "adapters", "--output", str(out / "adapters.md"))
     bench("bench_parallel.py", "--output", str(out / "parallel.json"))
