@@ -4,7 +4,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
-from .queues import HashQueue, pop_head, same_blocks
+from .queues import HashQueue, same_blocks
 from .validation import check_count
 
 
@@ -29,7 +29,7 @@ def access(cache: "FIFO", h: int) -> None:
     if h in arrival:
         return  # FIFO-ACCESS-1
     if len(arrival) >= cache.capacity:
-        pop_head(arrival)  # FIFO-EVICT-1: the head was admitted first
+        del arrival[next(iter(arrival))]  # FIFO-EVICT-1: the head (REPLAY-QUEUE-2) was admitted first
     arrival[h] = True  # FIFO-ADMIT-1
 
 

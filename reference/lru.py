@@ -4,7 +4,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
-from .queues import HashQueue, pop_head, requeue, same_blocks
+from .queues import HashQueue, requeue, same_blocks
 from .validation import check_count
 
 
@@ -28,7 +28,7 @@ def access(cache: "LRU", h: int) -> None:
         requeue(recency, h, True)  # LRU-ACCESS-1
         return
     if len(recency) >= cache.capacity:
-        pop_head(recency)  # LRU-EVICT-1: the head is the least recently accessed
+        del recency[next(iter(recency))]  # LRU-EVICT-1: the head (REPLAY-QUEUE-2) is the least recently accessed
     recency[h] = True  # LRU-ADMIT-1
 
 

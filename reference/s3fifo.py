@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .contracts import F, ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
-from .queues import Queue, pop_head, same_blocks
+from .queues import Queue, same_blocks
 from .validation import INT64_MAX, check_count
 
 
@@ -170,7 +170,8 @@ def admit_to_small(cache: "S3FIFO", h: int) -> None:
     """S3-ADMIT-S-1 to S3-ADMIT-S-4."""
     small = cache.small
     while len(small) >= cache.caps.small_cap:  # S3-ADMIT-S-1
-        victim, victim_freq = pop_head(small)
+        victim = next(iter(small))  # REPLAY-QUEUE-2: the head
+        victim_freq = small.pop(victim)
         if victim_freq >= 1:
             admit_to_main(cache, victim, victim_freq)  # S3-ADMIT-S-2: freq preserved
         else:
@@ -191,7 +192,8 @@ def admit_to_main(cache: "S3FIFO", h: int, freq: int) -> None:
     """S3-ADMIT-M-1 to S3-ADMIT-M-4: second chance, then exactly one real eviction."""
     main = cache.main
     while len(main) >= cache.caps.main_cap:  # S3-ADMIT-M-1
-        victim, victim_freq = pop_head(main)
+        victim = next(iter(main))  # REPLAY-QUEUE-2: the head
+        victim_freq = main.pop(victim)
         if victim_freq >= 1:
             main[victim] = victim_freq - 1  # S3-ADMIT-M-2: back at the tail, one chance spent
             continue
@@ -217,7 +219,7 @@ def insert_to_ghost(cache: "S3FIFO", h: int) -> None:
     if h in ghost:
         del ghost[h]  # S3-GHOST-1: re-appended below with fresh recency
     elif len(ghost) >= cache.caps.ghost_cap:
-        pop_head(ghost)  # S3-GHOST-2: forget the oldest
+        del ghost[next(iter(ghost))]  # S3-GHOST-2: forget the oldest, the head (REPLAY-QUEUE-2)
     ghost[h] = True  # S3-GHOST-3
 
 

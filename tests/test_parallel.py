@@ -186,6 +186,22 @@ def test_a_client_half_built_does_not_stall_the_exit(trace: Path, tmp_path: Path
     assert stderr.startswith(f"kvspec: error: --scheduler {address}: cannot reach the scheduler: ") and stderr.count("\n") == 1, stderr
 
 
+def test_a_scheduler_that_never_answers_is_one_error_within_the_connect_timeout(trace: Path, tmp_path: Path) -> None:
+    """What listens at the address takes the connection and says nothing: Dask's client would wait
+    for its handshake for ever."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        address = "tcp://127.0.0.1:{}".format(listener.getsockname()[1])
+        started = time.monotonic()
+        run = subprocess.run([str(KVSPEC), "sweep", str(trace), "--scheduler", address, "--output", str(tmp_path / "out.json")],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
+    assert time.monotonic() - started < 60
+    said = f"kvspec: error: --scheduler {address}: cannot reach the scheduler: connected, but no answer within 2 s (twice distributed.comm.timeouts.connect)\n"
+    assert (run.returncode, run.stdout, run.stderr) == (1, "", said)
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_the_scheduler_without_dask_names_the_extra(trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` finds where dask is not installed
     assert cli.main(["sweep", str(trace), "--scheduler", "tcp://127.0.0.1:8786"]) == 1

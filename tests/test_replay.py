@@ -15,6 +15,7 @@ from kvspec.reference import (
     LRU,
     POLICIES,
     S3FIFO,
+    Caps,
     ConfigError,
     ReplayConfig,
     RequestResult,
@@ -23,7 +24,7 @@ from kvspec.reference import (
     replay,
     replay_request,
 )
-from kvspec.reference.queues import pop_head, requeue
+from kvspec.reference.queues import requeue
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
 
@@ -187,13 +188,22 @@ def test_REPLAY_CONF_3_policy_is_one_of_three_and_others_ignore_s3fifo_knobs() -
 
 
 def test_REPLAY_QUEUE_1_and_2_the_head_is_the_oldest_entry() -> None:
-    """REPLAY-QUEUE-1, REPLAY-QUEUE-2: append at the tail, pop from the head, for dict and OrderedDict."""
-    for queue in ({}, OrderedDict()):
-        for h, value in [(5, 0), (3, 1), (9, 2)]:
-            queue[h] = value
-        assert pop_head(queue) == (5, 0)
-        assert pop_head(queue) == (3, 1)
-        assert list(queue) == [9]
+    """REPLAY-QUEUE-1, REPLAY-QUEUE-2: the rules append at the tail and pop the head, with its value,
+    alike on the plain dicts CrossHair passes and on the policies' OrderedDicts."""
+    for kind in (dict, OrderedDict):
+        fifo = FIFO(2, kind())
+        for h in (5, 3, 9):
+            fifo.access(h)
+        assert list(fifo.arrival) == [3, 9]  # 5, the head, popped (FIFO-EVICT-1)
+        lru = LRU(2, kind())
+        for h in (5, 3, 5, 9):
+            lru.access(h)
+        assert list(lru.recency) == [5, 9]  # 3, the head once 5 was requeued, popped (LRU-EVICT-1)
+        cache = S3FIFO(Caps(small_cap=2, main_cap=2, ghost_cap=2, max_freq=3), kind(), kind(), kind())
+        for h in (5, 5, 5, 3, 9, 7):
+            cache.access(h)
+        assert list(cache.small.items()) == [(9, 0), (7, 0)]  # S's heads 5 and 3 popped, in that order
+        assert list(cache.main.items()) == [(5, 2)] and list(cache.ghost) == [3]  # each with its own freq (S3-ADMIT-S-2, S3-ADMIT-S-3)
 
 
 def test_REPLAY_QUEUE_3_requeue_moves_an_entry_to_the_tail() -> None:

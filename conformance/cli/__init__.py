@@ -9,23 +9,28 @@ import os
 import shlex
 import signal
 import sys
+from importlib import import_module
 from typing import Any
 
-from kvspec.conformance.cli import campaign, certify, compare, fixtures, hunt, maintainers, replay, sweep
 from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser
 from kvspec.conformance.cli.interruption import Interrupted, interrupted, unless_interrupted
 from kvspec.reference import SPEC_VERSION, KvspecError
 
-COMMANDS = (replay, sweep, compare, certify, campaign, fixtures, hunt, maintainers)  # in --help's order
+# Each command and the module that adds it, in --help's order.
+COMMANDS = {"replay": "replay", "sweep": "sweep", "compare": "compare", "certify": "certify", "campaign": "campaign",
+            "fixtures": "fixtures", "hunt": "hunt", "spec": "maintainers"}
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """The parser of every command; or, given one, of that command alone, which parses its
+    arguments as the whole parser does (building all of them takes longer than a short replay)."""
     parser = Parser(prog="kvspec", description="The executable specification of KV-cache prefix-cache policies.",
                     epilog=EXIT_STATUS.format(done="done", finding="3 a finding (a command's --help says which); "))
     parser.add_argument("--version", action=Version)
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.add(commands)
+    for name, module in COMMANDS.items():
+        if command not in COMMANDS or command == name:
+            import_module(f"kvspec.conformance.cli.{module}").add(commands)
     return parser
 
 
@@ -73,7 +78,8 @@ def failed_stream() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = build_parser(given[0] if given else None).parse_args(given)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, interrupted)
     try:

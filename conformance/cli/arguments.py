@@ -199,9 +199,12 @@ def with_progress(trace: TraceFile, records: Iterator[tuple[int, Line]], label: 
                   more: Callable[[], str] = lambda: "") -> Iterator[tuple[int, Line]]:
     """The records, with a progress line: the requests read, and ``more`` after them."""
     progress = Progress(label, trace.fraction_read)
-    if not progress.enabled:  # no terminal: the records as they are, without a line to format for each
-        yield from records
-        return
+    if not progress.enabled:  # no terminal: the records themselves, without a line to format or a generator to resume for each
+        return records
+    return progressing(progress, records, more)
+
+
+def progressing(progress: Progress, records: Iterator[tuple[int, Line]], more: Callable[[], str]) -> Iterator[tuple[int, Line]]:
     try:
         for count, item in enumerate(records, start=1):
             progress.update(f"{count:,} requests{more()}")

@@ -194,6 +194,7 @@ class Cluster:
             for name in [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "distributed"]:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             try:
+                answered(self.address)
                 self.client = connected(self.address)
             except Exception as error:  # noqa: BLE001 (whatever the address or what answers there makes Dask raise, in one line)
                 raise KvspecError(f"--scheduler {self.address}: cannot reach the scheduler: {first_line(error)}") from None
@@ -247,6 +248,29 @@ class Cluster:
         except (OSError, TimeoutError):
             pass  # a scheduler already gone
         self.client = None
+
+
+def answered(address: str) -> None:
+    """A first exchange with the scheduler at ``address``: the connection, within Dask's connect
+    timeout (distributed.comm.timeouts.connect, 30 s by default), then Dask's handshake, within as
+    long again. The client's own start waits for that handshake with no deadline, so that a server
+    that takes the connection and never answers would hold kvspec until it is interrupted."""
+    import asyncio
+
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed.comm import connect
+
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+
+    async def exchange() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(exchange(), 2 * timeout))
+    except TimeoutError:
+        raise TimeoutError(f"connected, but no answer within {2 * timeout:g} s (twice distributed.comm.timeouts.connect)") from None
 
 
 def connected(address: str) -> "Client":

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..contracts import ensure, require, snapshot
-from ..queues import HashQueue, pop_head, requeue
+from ..queues import HashQueue, requeue
 from ..validation import INT64_MIN, check_count
 from .catalogue import Dialect, dialect_problem
 
@@ -105,7 +105,7 @@ def fifo_evict(cache: "DialectFIFO") -> bool:
     block that is not pinned. Whether there was one to remove."""
     arrival = cache.arrival
     if not cache.protected and arrival:
-        pop_head(arrival)  # FIFO-EVICT-1
+        del arrival[next(iter(arrival))]  # FIFO-EVICT-1: the head (REPLAY-QUEUE-2)
         return True
     victim = next((b for b in arrival if b not in cache.protected), None)  # REPLAY-DIALECT-6: the oldest unpinned
     if victim is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..contracts import ensure, require
 from ..errors import ConfigError
-from ..queues import HashQueue, Queue, pop_head, same_blocks
+from ..queues import HashQueue, Queue, same_blocks
 from ..s3fifo import ratio_is_valid
 from ..validation import INT64_MIN, check_count
 from .catalogue import Dialect
@@ -121,7 +121,7 @@ def insert_to_ghost(cache: "DialectS3FIFO", h: int) -> None:
     elif len(ghost) >= cache.caps.ghost_cap:
         if cache.caps.ghost_cap == 0:
             return
-        pop_head(ghost)  # S3-GHOST-2
+        del ghost[next(iter(ghost))]  # S3-GHOST-2: the head (REPLAY-QUEUE-2)
     ghost[h] = True  # S3-GHOST-3
 
 
@@ -135,7 +135,8 @@ def evict_from_main(cache: "DialectS3FIFO") -> None:
     """S3-ADMIT-M-2, S3-ADMIT-M-3: requeue heads with a chance left until one real eviction."""
     main = cache.main
     while main:
-        victim, victim_freq = pop_head(main)
+        victim = next(iter(main))  # REPLAY-QUEUE-2: the head
+        victim_freq = main.pop(victim)
         if victim_freq >= 1:
             main[victim] = chance_spent(cache, victim_freq)  # S3-ADMIT-M-2
             continue
@@ -175,7 +176,8 @@ def admit_to_small(cache: "DialectS3FIFO", h: int) -> None:
     """S3-ADMIT-S-1 to S3-ADMIT-S-4 (per-queue eviction)."""
     small = cache.small
     while len(small) >= cache.caps.small_cap:  # S3-ADMIT-S-1
-        victim, victim_freq = pop_head(small)
+        victim = next(iter(small))  # REPLAY-QUEUE-2: the head
+        victim_freq = small.pop(victim)
         promote_or_forget(cache, victim, victim_freq, per_queue=True)
     small[h] = 0  # S3-ADMIT-S-4
 
@@ -188,7 +190,8 @@ def eviction_step(cache: "DialectS3FIFO") -> None:
         evict_from_main(cache)
         return
     while cache.small:
-        victim, victim_freq = pop_head(cache.small)
+        victim = next(iter(cache.small))  # REPLAY-QUEUE-2: the head
+        victim_freq = cache.small.pop(victim)
         if not promote_or_forget(cache, victim, victim_freq, per_queue=False):
             return
 
