@@ -8,18 +8,21 @@ one rule would, or where the state is not visible (the results level); the polic
 """
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kvspec.adapters import Implementation
+from kvspec.adapters.benefit import state_of
 from kvspec.adapters.interface import AdapterConfig, Snapshot
+from kvspec.conformance.certification.benefit_diagnosis import state_clauses
 from kvspec.conformance.certification.benefit_machine import benefit_machine_for
 from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
-from kvspec.reference.benefit import BenefitConfig, CostSample
+from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 
 from support import certify_report
 
@@ -291,6 +294,53 @@ def test_an_offer_admitted_where_a_check_rejects_it_leads_with_that_check() -> N
 def test_an_admission_with_another_reason_leads_with_ben_admit_4() -> None:
     found = benefit_divergence(benefit_mistakes.NoZeroByteReason(), BenefitConfig(), ("offer", (1, 0, [], COST, frozenset())))
     assert found.clauses == ("BEN-ADMIT-4",) and "admitted as probation-new-entry, where the offer gives zero-exclusive-bytes" in str(found)
+
+
+def test_a_co_referenced_score_left_as_it_was_leads_with_ben_ledger_3() -> None:
+    """The second offer of segment 7 halves the share entry 1 is charged (BEN-LEDGER-3); an
+    implementation that scores an entry only when it is itself offered, hit or missed keeps 1's old
+    score. Nothing about entry 2's own offer differs (BEN-ADMIT-5 to BEN-ADMIT-7)."""
+    found = benefit_divergence(benefit_mistakes.ScoresCachedPerEntry(), BenefitConfig(),
+                               ("offer", (1, 8, [(7, 4)], COST, frozenset())), ("offer", (2, 8, [(7, 4)], COST, frozenset())))
+    assert found.clauses == ("BEN-LEDGER-3",) and found.consistent_with == ()
+    assert "the scores of [1] are the ones before the offer of 2, which shares segments [7] with them" in str(found)
+
+
+def test_the_certification_of_scores_cached_per_entry_names_ben_ledger_3(tmp_path: Path) -> None:
+    """Found by the quick profile through the adapter, as a user certifies it, and named, not only consistent."""
+    status, report = certify_report(f"python:{HANDMADE / 'benefit_mistakes.py'}:scores_cached_per_entry", "benefit", tmp_path)
+    (verdict,) = report.policies
+    assert status == 3 and report.level == "state"
+    first = verdict.failures[0]
+    assert first.clauses[0] == "BEN-LEDGER-3" and first.consistent_with == [], first.message
+    assert verdict.clauses["BEN-LEDGER-3"] == "fail"
+
+
+def test_a_co_referenced_score_after_a_removal_is_consistent_with_the_shares_and_the_release() -> None:
+    """A removal that releases segment 7 doubles entry 1's share of it; a score of 1 left at its
+    value before is read against BEN-LEDGER-3 and BEN-LEDGER-2 (the state before the removal, which
+    would show which, is the spec's alone)."""
+    reference = BenefitPolicy(BenefitConfig())
+    for key in (1, 2):
+        reference.consider_admission(key, 8, [(7, 4)], COST)
+    stale = state_of(reference)
+    reference.remove(2)
+    expected = state_of(reference)
+    actual = replace(expected, entries=(replace(expected.entries[0], score=stale.entries[0].score),))
+    assert expected != actual
+    found = state_clauses({"cmd": "remove", "key": 2, "pinned": []}, None, expected.clock, reference, expected, actual)
+    assert found.named == () and found.clauses == ["BEN-LEDGER-3", "BEN-LEDGER-2"]
+
+
+def test_a_score_that_differs_otherwise_after_an_offer_is_only_consistent_with_the_shares() -> None:
+    """A co-referenced score that is neither the spec's nor the one before the offer is no evidence of which."""
+    reference = BenefitPolicy(BenefitConfig())
+    for key in (1, 2):
+        reference.consider_admission(key, 8, [(7, 4)], COST)
+    expected = state_of(reference)
+    actual = replace(expected, entries=(replace(expected.entries[0], score=1.0), expected.entries[1]))
+    found = state_clauses({"cmd": "consider_admission", "key": 2, "shared": [[7, 4]]}, None, expected.clock - 1, reference, expected, actual)
+    assert found.named == () and found.clauses == ["BEN-LEDGER-3", "BEN-SCORE-3"]
 
 
 def test_a_hit_with_an_invalid_sample_that_counts_leads_with_ben_hit_3() -> None:

@@ -13,6 +13,7 @@ implementation gave.
 """
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from kvspec.adapters import BENEFIT_METHODS
@@ -26,6 +27,8 @@ from kvspec.conformance.core.benefit_requests import Json
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.config import is_valid
+from kvspec.reference.benefit.ledger import Segment
+from kvspec.reference.benefit.score import score
 from kvspec.reference.benefit.selection import physical_release
 
 COST_SIDES = ("cold_prefill_cost", "restore_cost")
@@ -103,9 +106,11 @@ def invariant_clauses(config: BenefitConfig, clock_before: int, state: BenefitSt
     return named(*(clause for clause, _ in broken), evidence="; " + "; ".join(why for _, why in broken))
 
 
-def state_clauses(operation: Json, result: object, clock_before: int, config: BenefitConfig, expected: BenefitState,
+def state_clauses(operation: Json, result: object, clock_before: int, reference: BenefitPolicy, expected: BenefitState,
                   actual: BenefitState) -> Diagnosis:
-    """A state that differs after ``operation`` (as a protocol request), which returned ``result``."""
+    """A state that differs after ``operation`` (as a protocol request), which returned ``result``;
+    ``reference`` is the spec's policy after it, whose state is ``expected``."""
+    config = reference.config
     broken = invariant_clauses(config, clock_before, actual)
     if broken is not None:
         return broken
@@ -123,9 +128,38 @@ def state_clauses(operation: Json, result: object, clock_before: int, config: Be
         return ghost_clauses(command, key, expected, actual)
     if expected.probation_charge != actual.probation_charge:
         return consistent("BEN-LEDGER-5", "BEN-ARITH-3", "BEN-LEDGER-3")
+    rescored = co_referenced_scores(operation, reference, expected, actual)
+    if rescored is not None:
+        return rescored
     by_operation = {"record_hit": ("BEN-HIT-1",), "record_miss": ("BEN-MISS-1",), "observe_pressure": ("BEN-DECAY-2", "BEN-DECAY-1"),
                     "consider_admission": ("BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-ADMIT-7")}
     return consistent(*by_operation.get(command, ("BEN-SCORE-4", "BEN-HIT-1", "BEN-MISS-1", "BEN-DECAY-2", "BEN-ADMIT-5")))
+
+
+def co_referenced_scores(operation: Json, reference: BenefitPolicy, expected: BenefitState, actual: BenefitState) -> Diagnosis | None:
+    """Entries other than the operation's own that differ in their score alone: an admission or a
+    removal changes no other entry but the reference counts of the segments it shares (BEN-LEDGER-1,
+    BEN-LEDGER-2), and so their fractional bytes (BEN-LEDGER-3). Named when each such score is the
+    one its entry had with the counts before the admission; None when the difference is another."""
+    want, got = {e.key: e for e in expected.entries}, {e.key: e for e in actual.entries}
+    command, key = operation["cmd"], operation.get("key")
+    differ = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])
+    if (command not in ("consider_admission", "remove") or want.keys() != got.keys() or not differ or key in differ
+            or any(replace(got[k], score=want[k].score) != want[k] for k in differ)):
+        return None
+    if command == "remove":
+        return consistent("BEN-LEDGER-3", "BEN-LEDGER-2", evidence=f"; the scores of {differ} differ, which the removal of {key} changes only "
+                          "through the reference counts of the segments it released")
+    if key not in reference.entries:
+        return None  # a rejected offer changes nothing (BEN-ADMIT-1, BEN-ADMIT-2)
+    before = {segment_id: Segment(s.size, {k: True for k in s.refs if k != key}) for segment_id, s in reference.ledger.items()}
+    floor = reference.config.min_reuse_probability
+    if any(got[k].score != score(before, k, reference.entries[k], floor) for k in differ):
+        return consistent("BEN-LEDGER-3", "BEN-SCORE-3", evidence=f"; the scores of {differ} differ, which the offer of {key} changes only "
+                          "through the reference counts of the segments it shares")
+    shared = sorted({segment_id for segment_id, _ in operation["shared"]} & {s for k in differ for s in reference.entries[k].segments})
+    return named("BEN-LEDGER-3", evidence=f"; the scores of {differ} are the ones before the offer of {key}, which shares segments {shared} "
+                 "with them: their fractional bytes did not follow the segments' new reference counts")
 
 
 def ghost_clauses(command: str, key: object, expected: BenefitState, actual: BenefitState) -> Diagnosis:

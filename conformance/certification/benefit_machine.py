@@ -218,7 +218,7 @@ class BenefitMachine(RuleBasedStateMachine):
         assert self.reference is not None
         want, got = state_of(self.reference), self.adapter.benefit_state()
         if want != got or negative_zero_score(got):
-            diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference.config, want, got)
+            diagnosis = state_clauses(self.operations[-1], actual, self.agreed_clock, self.reference, want, got)
             diagnosis = by_variants(diagnosis, self.config_wire, self.operations, got, True, of_state=True)
             raise self.diverge(diagnosis.clauses, f"after {operation}: expected the state {json.dumps(state_json(want))}, got "
                                f"{json.dumps(state_json(got))}{diagnosis.evidence}", want, got, diagnosis.consistent_with)

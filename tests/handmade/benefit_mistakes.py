@@ -1,14 +1,14 @@
 """Hand-made wrong benefit policies (tests/test_diagnosis.py), each with one known mistake. The
 first is the behaviour of the implementation behind seed 003 that findings F-15 sets aside, written
 here on its own and certified at the results level, where the clock it moves cannot be seen
-(``python:tests/handmade/benefit_mistakes.py:clock_on_rejection``); the others break an invariant
-of the benefit state, certified at the state level."""
+(``python:tests/handmade/benefit_mistakes.py:clock_on_rejection``); the others break a rule of the
+benefit state, certified at the state level."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvspec.adapters.interface import Level
 from kvspec.conformance.galleries.benefit_mutants import CanonicalBenefit, Item
-from kvspec.reference.benefit import CostSample, Decision
+from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
 
 
 @dataclass
@@ -76,3 +76,52 @@ class NoZeroByteReason(CanonicalBenefit):
                            pinned: frozenset[int]) -> Decision:
         decision = super().consider_admission(key, exclusive_bytes, shared, cost, pinned)
         return decision._replace(reason="probation-new-entry") if decision.reason == "zero-exclusive-bytes" else decision
+
+
+@dataclass
+class ScoresCachedPerEntry(CanonicalBenefit):
+    """Scores an entry when it is offered, hit or missed, and every entry under pressure, and keeps
+    that score: an offer or a removal that changes a shared segment's reference count leaves the
+    other entries' fractional bytes, and so their scores, as they were (breaks BEN-LEDGER-3)."""
+
+    name = "scores-cached-per-entry"
+    cached: dict[int, float | None] = field(default_factory=dict)
+
+    def configure_benefit(self, config: BenefitConfig) -> None:
+        super().configure_benefit(config)
+        self.cached = {}
+
+    def score(self, key: int) -> float | None:
+        return self.cached[key]
+
+    def rescore(self, *keys: int) -> None:
+        for key in keys:
+            if key in self.items:
+                self.cached[key] = CanonicalBenefit.score(self, key)
+
+    def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
+                           pinned: frozenset[int]) -> Decision:
+        decision = super().consider_admission(key, exclusive_bytes, shared, cost, pinned)
+        self.rescore(key)
+        return decision
+
+    def record_hit(self, key: int, cost: CostSample) -> Decision | None:
+        decision = super().record_hit(key, cost)
+        self.rescore(key)
+        return decision
+
+    def record_miss(self, key: int) -> None:
+        super().record_miss(key)
+        self.rescore(key)
+
+    def observe_pressure(self, pressure: float) -> None:
+        super().observe_pressure(pressure)
+        self.rescore(*self.items)
+
+    def remove(self, key: int, pinned: frozenset[int]) -> CapRepair | None:
+        self.cached.pop(key, None)
+        return super().remove(key, pinned)
+
+
+def scores_cached_per_entry() -> ScoresCachedPerEntry:
+    return ScoresCachedPerEntry()
