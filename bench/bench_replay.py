@@ -15,7 +15,7 @@ the reference reads KVSPEC_CONTRACTS once, at import:
 - reference contracts=all the reference with KVSPEC_CONTRACTS=all
 
 and, as one extra row, the end-to-end `kvspec replay` of the trace at the default capacity
-(process wall time: interpreter start, pydantic parsing, replay and JSON output).
+(process wall time: interpreter start, reading and checking the lines, replay and JSON output).
 
 The contract variants are slow (the per-request state invariants are O(cache size)), so by
 default they run once under a time budget (--contract-budget seconds): a run that hits the
