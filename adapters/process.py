@@ -507,10 +507,14 @@ class ProcessAdapter:
                 pass
             process.wait()
         LIVE.discard(self)
-        for thread in getattr(self, "_threads", []):
+        threads = getattr(self, "_threads", [])
+        for thread in threads:
             thread.join(timeout=1.0)
+        # A reader still in its read holds the stream's lock, and closing the stream would wait for it: for as long
+        # as a process that left the group (setsid) keeps the pipe open. The daemon thread ends with that process.
+        reading = any(thread.is_alive() for thread in threads)
         for stream in (process.stdout, process.stderr):
-            if stream is not None:
+            if stream is not None and not (reading and stream is process.stderr):
                 try:
                     stream.close()
                 except OSError:

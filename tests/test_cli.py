@@ -161,24 +161,6 @@ def test_an_exception_raised_in_place_of_an_interruption_still_ends_as_the_inter
     assert capsys.readouterr().err == "kvspec: interrupted\n"
 
 
-def test_a_second_signal_while_the_first_ends_the_implementations_is_left_to_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A second Ctrl-C arriving while the first's handler reaps an implementation's process would
-    run the handler within itself, and its kill_all would wait for ever on the process the first
-    is reaping (Popen.wait's lock); it returns, and the first ends kvspec with its own status."""
-    import kvspec.adapters.process as process
-
-    nested: list[object] = []
-
-    def kill_all_interrupted_midway() -> None:
-        nested.append(interruption.interrupted(signal.SIGINT, None))  # returns: no second kill_all, no second Interrupted
-
-    monkeypatch.setattr(interruption, "RECEIVED", [])
-    monkeypatch.setattr(process, "kill_all", kill_all_interrupted_midway)
-    with pytest.raises(interruption.Interrupted) as caught:
-        interruption.interrupted(signal.SIGTERM, None)
-    assert (caught.value.status, nested, interruption.RECEIVED, interruption.ENDING) == (128 + signal.SIGTERM, [None], [signal.SIGTERM], [])
-
-
 def test_progress_draws_only_on_a_terminal_after_its_delay_and_clears_its_line() -> None:
     terminal = Terminal()
     progress = Progress("replaying t", lambda: 0.25, stream=terminal, delay=0.0)

@@ -341,6 +341,36 @@ def test_PROTO_30_an_interrupted_kvspec_ends_every_implementation_and_writes_not
     assert processes_running(marker) == [] and not (tmp_path / "report").exists()
 
 
+def test_PROTO_30_an_interruption_ends_at_once_though_a_process_outside_the_group_holds_stderr(tmp_path: Path, tag: str) -> None:
+    """The implementation left a child in a session of its own (setsid), which SIGKILL to the group
+    does not reach and which keeps the stderr pipe open: kvspec does not wait for that child to
+    close it (closing the stream would wait on its reader thread, blocked in a read)."""
+    run = subprocess.Popen([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", f"cmd:{sys.executable} {FAKES / 'escaped_child.py'} {tag}",
+                            "--policy", "s3fifo", "--profile", "thorough", "--report", str(tmp_path / "report")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    try:
+        for _ in range(200):  # until the child is there and the certification runs
+            if processes_running(tag):
+                time.sleep(2.0)
+                break
+            time.sleep(0.1)
+        began = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=120)
+        took = time.monotonic() - began
+    finally:
+        for entry in Path("/proc").iterdir():  # the child that left the group, the implementation's doing, ended here
+            try:
+                if entry.name.isdigit() and int(entry.name) != run.pid and tag in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:
+                pass
+        run.kill()
+        run.wait()
+    assert run.returncode == 130 and stderr == "kvspec: interrupted\n" and stdout == "" and not (tmp_path / "report").exists()
+    assert took < 15, f"{took:.1f} s: kvspec waited for the child that holds the pipe"
+
+
 @pytest.fixture
 def tag(request: pytest.FixtureRequest) -> Iterator[str]:
     """A mark for the command line of the processes a test causes: none may be left when it ends."""

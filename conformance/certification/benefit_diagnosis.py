@@ -132,34 +132,32 @@ def state_clauses(operation: Json, result: object, clock_before: int, reference:
     if rescored is not None:
         return rescored
     by_operation = {"record_hit": ("BEN-HIT-1",), "record_miss": ("BEN-MISS-1",), "observe_pressure": ("BEN-DECAY-2", "BEN-DECAY-1"),
-                    "consider_admission": ("BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-ADMIT-7")}
+                    "consider_admission": ("BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-ADMIT-7"),
+                    "remove": ("BEN-REMOVE-1", "BEN-LEDGER-2", "BEN-LEDGER-3")}
     return consistent(*by_operation.get(command, ("BEN-SCORE-4", "BEN-HIT-1", "BEN-MISS-1", "BEN-DECAY-2", "BEN-ADMIT-5")))
 
 
 def co_referenced_scores(operation: Json, reference: BenefitPolicy, expected: BenefitState, actual: BenefitState) -> Diagnosis | None:
-    """Entries other than the operation's own that differ in their score alone: an admission or a
-    removal changes no other entry but the reference counts of the segments it shares (BEN-LEDGER-1,
-    BEN-LEDGER-2), and so their fractional bytes (BEN-LEDGER-3). Named when each such score is the
-    one its entry had with the counts before the admission; None when the difference is another."""
+    """Entries other than the offered one that differ in their score alone, each sharing a segment
+    with the offer: an admission changes no other entry but the reference counts of the segments it
+    shares (BEN-LEDGER-1), and so their fractional bytes (BEN-LEDGER-3). Named when each such score
+    is the one its entry had with the counts before the admission; None when the difference is another."""
     want, got = {e.key: e for e in expected.entries}, {e.key: e for e in actual.entries}
-    command, key = operation["cmd"], operation.get("key")
+    key = operation.get("key")
     differ = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])
-    if (command not in ("consider_admission", "remove") or want.keys() != got.keys() or not differ or key in differ
+    if (operation["cmd"] != "consider_admission" or key not in reference.entries or want.keys() != got.keys() or not differ or key in differ
             or any(replace(got[k], score=want[k].score) != want[k] for k in differ)):
-        return None
-    if command == "remove":
-        return consistent("BEN-LEDGER-3", "BEN-LEDGER-2", evidence=f"; the scores of {differ} differ, which the removal of {key} changes only "
-                          "through the reference counts of the segments it released")
-    if key not in reference.entries:
         return None  # a rejected offer changes nothing (BEN-ADMIT-1, BEN-ADMIT-2)
+    offered = {segment_id for segment_id, _ in operation["shared"]}
+    if any(offered.isdisjoint(reference.entries[k].segments) for k in differ):
+        return None
     before = {segment_id: Segment(s.size, {k: True for k in s.refs if k != key}) for segment_id, s in reference.ledger.items()}
     floor = reference.config.min_reuse_probability
     if any(got[k].score != score(before, k, reference.entries[k], floor) for k in differ):
-        return consistent("BEN-LEDGER-3", "BEN-SCORE-3", evidence=f"; the scores of {differ} differ, which the offer of {key} changes only "
-                          "through the reference counts of the segments it shares")
-    shared = sorted({segment_id for segment_id, _ in operation["shared"]} & {s for k in differ for s in reference.entries[k].segments})
-    return named("BEN-LEDGER-3", evidence=f"; the scores of {differ} are the ones before the offer of {key}, which shares segments {shared} "
-                 "with them: their fractional bytes did not follow the segments' new reference counts")
+        return consistent("BEN-LEDGER-3", "BEN-SCORE-3", evidence=f"; the scores of {differ} differ, each of which shares a segment with the "
+                          f"offer of {key}")
+    return named("BEN-LEDGER-3", evidence=f"; the scores of {differ} are the ones before the offer of {key}, which shares segments with them: "
+                 "their fractional bytes did not follow the segments' new reference counts")
 
 
 def ghost_clauses(command: str, key: object, expected: BenefitState, actual: BenefitState) -> Diagnosis:

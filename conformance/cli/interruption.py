@@ -3,24 +3,15 @@
 import sys
 
 RECEIVED: list[int] = []  # the signal that interrupted kvspec, once one has
-ENDING: list[int] = []  # the signal whose handler is ending the implementations, while it does
 
 
 def interrupted(signum: int, frame: object) -> None:
     """SIGINT, SIGTERM: end every implementation's process group first (none is left running),
     then unwind, so that no output file is left half written. None runs unless the module that
-    starts them is loaded (a command that drives none never loads it). A second signal while the
-    first is ending them is left to the first: a second kill_all within the first would wait for
-    ever for the process the first is reaping (Popen.wait's lock is not reentrant)."""
-    if ENDING:
-        return
+    starts them is loaded (a command that drives none never loads it)."""
     process = sys.modules.get("kvspec.adapters.process")
     if process is not None:
-        ENDING.append(signum)
-        try:
-            process.kill_all()
-        finally:
-            ENDING.clear()
+        process.kill_all()
     RECEIVED.append(signum)
     raise Interrupted(128 + signum)
 
