@@ -95,15 +95,9 @@ def job_costs(trace_name: str) -> dict[str, object]:
     for _, record in trace.records():
         requests += 1
         accesses += len(record.hash_ids)
-    rows: list[dict[str, object]] = []
-
-    def timed(jobs):  # type: ignore[no-untyped-def]
-        results = []
-        for job in jobs:
-            cpu = time.process_time()
-            results.append(job())
-            rows.append({"job": job.label, "cpu_s": time.process_time() - cpu})
-        return results
+    costs: list[tuple[float, str]] = []
+    sweep(lambda label: trace.records(), trace.path, ReplayConfig(), list(POLICIES), list(DEFAULT_CAPACITIES), run=timed(costs))
+    rows: list[dict[str, object]] = [{"job": label, "cpu_s": cpu} for cpu, label in costs]
 
     def traced(jobs):  # type: ignore[no-untyped-def]
         results = []
@@ -114,9 +108,21 @@ def job_costs(trace_name: str) -> dict[str, object]:
             tracemalloc.stop()
         return results
 
-    for run in (timed, traced):
-        sweep(lambda label: trace.records(), trace.path, ReplayConfig(), list(POLICIES), list(DEFAULT_CAPACITIES), run=run)
+    sweep(lambda label: trace.records(), trace.path, ReplayConfig(), list(POLICIES), list(DEFAULT_CAPACITIES), run=traced)
     return {"trace": trace_name, "requests": requests, "block_accesses": accesses, "jobs": rows}
+
+
+def timed(costs: list[tuple[float, str]]):  # type: ignore[no-untyped-def]
+    """A runner of a command's jobs one after another, each one's CPU time and label added to ``costs``."""
+    def run(jobs):  # type: ignore[no-untyped-def]
+        results = []
+        for job in jobs:
+            cpu = time.process_time()
+            results.append(job())
+            costs.append((time.process_time() - cpu, job.label))
+        return results
+
+    return run
 
 
 def ablation_costs() -> dict[str, object]:
@@ -125,17 +131,8 @@ def ablation_costs() -> dict[str, object]:
     from kvspec.reference import ReplayConfig, TraceFile, bundled_trace_path
 
     costs: list[tuple[float, str]] = []
-
-    def timed(jobs):  # type: ignore[no-untyped-def]
-        results = []
-        for job in jobs:
-            cpu = time.process_time()
-            results.append(job())
-            costs.append((time.process_time() - cpu, job.label))
-        return results
-
     traces = [TraceFile(bundled_trace_path(f"{name}_trace.jsonl.gz")) for name in TRACES]
-    ablate([(trace.path, lambda label, trace=trace: trace.records()) for trace in traces], ReplayConfig(), list(DEFAULT_CAPACITIES), timed)
+    ablate([(trace.path, lambda label, trace=trace: trace.records()) for trace in traces], ReplayConfig(), list(DEFAULT_CAPACITIES), timed(costs))
     longest = max(costs)
     return {"jobs": len(costs), "cpu_s": sum(cpu for cpu, _ in costs), "longest_cpu_s": longest[0], "longest": longest[1]}
 

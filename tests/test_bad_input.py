@@ -696,6 +696,16 @@ def kill_everything(session: int, marker: str, folder: Path) -> None:
             pass
 
 
+def ended(process: "subprocess.Popen[bytes]", marker: str, folder: Path) -> list[str]:
+    """What a run left running after a moment's grace; then all of it ended, kvspec itself included."""
+    left = settle(process.pid, marker, folder, exclude=process.pid)
+    kill_everything(process.pid, marker, folder)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    return left
+
+
 def environment(case_env: Mapping[str, str | None], tmp: Path, marker: str) -> dict[str, str]:
     env = {**os.environ, "KVSPEC_CONTRACTS": "0", "PYTHONDONTWRITEBYTECODE": "1", MARKER: marker}
     env.pop("PYTEST_XDIST_WORKER", None)
@@ -887,11 +897,7 @@ def test_interrupted(case: SignalCase, tmp_path: Path, big_trace: Path) -> None:
         except subprocess.TimeoutExpired:
             pytest.fail(f"kvspec did not end within 20 s of signal {case.signum}")
     finally:
-        left = settle(process.pid, marker, folder, exclude=process.pid)
-        kill_everything(process.pid, marker, folder)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        left = ended(process, marker, folder)
     stderr = (tmp_path / "stderr").read_text(errors="backslashreplace")
     shown = describe(argv, status, (tmp_path / "stdout").read_text(errors="backslashreplace"), stderr)
     assert status == 128 + case.signum, f"exit status {status}, expected {128 + case.signum}{shown}"

@@ -21,7 +21,7 @@ from typing import Any
 import dask
 import pytest
 from distributed import LocalCluster
-from test_bad_input import environment, kill_everything, processes_left, settle
+from test_bad_input import ended, environment, processes_left
 
 from kvspec.conformance import cli
 from kvspec.conformance.core.parallel import Cluster, Processes
@@ -349,11 +349,7 @@ def interrupted(argv: list[str], folder: Path, signum: int, started: str, count:
         process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=20)
     finally:
-        left = settle(process.pid, marker, folder, exclude=process.pid)
-        kill_everything(process.pid, marker, folder)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        left = ended(process, marker, folder)
     assert (process.returncode, stdout, stderr) == (128 + signum, b"", b"kvspec: interrupted\n")
     assert not left, left
     assert {path.name for path in folder.iterdir()} == inputs, "something was written"
