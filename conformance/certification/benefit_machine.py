@@ -41,9 +41,10 @@ from kvspec.conformance.certification.benefit_diagnosis import (
     victim_clauses,
 )
 from kvspec.conformance.certification.diagnosis import Diagnosis, consistent
+from kvspec.conformance.certification.configurations import ConfigurationFindings, Knobs
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable
 from kvspec.conformance.certification.lockstep import Divergence, offered_to_both
-from kvspec.conformance.certification.machine import started
+from kvspec.conformance.certification.machine import same, started
 from kvspec.conformance.certification.strategies import now_and_then
 from kvspec.conformance.core.benefit_requests import SEGMENT_SIZES as COMMON_SEGMENT_SIZES
 from kvspec.conformance.core.benefit_requests import hit, offer, victims
@@ -130,6 +131,11 @@ def configs(one_in: int = 8) -> st.SearchStrategy[BenefitConfig]:
 WIDE_ALONE = [replace(BenefitConfig(), **{knob: value}) for knob, values in WIDE.items() for value in values]
 
 
+def wide_knobs(config: BenefitConfig) -> Knobs:
+    """The knobs of ``config`` that take a whole-domain value (WIDE)."""
+    return tuple((knob, getattr(config, knob)) for knob, values in WIDE.items() if any(same(v, getattr(config, knob)) for v in values))
+
+
 CONFIGURED = precondition(lambda self: self.reference is not None)  # an operation needs an accepted configuration
 
 
@@ -139,7 +145,9 @@ class BenefitMachine(RuleBasedStateMachine):
     implementation: Implementation
     fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     examples: int = 0
+    accepted: int = 0  # how many configurations both accepted, and so checked the behaviour on
     first_failure: Divergence | None = None
+    configurations: ConfigurationFindings
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,6 +166,23 @@ class BenefitMachine(RuleBasedStateMachine):
         self.offer_configuration(config)
 
     def offer_configuration(self, config: BenefitConfig) -> None:
+        """Both accept the configuration, or both refuse it; a configuration finding is kept, and
+        another configuration follows (configurations.py)."""
+        self.reference = None
+        if not self.configurations.offered(config):
+            return  # one it failed at: not waited out again
+        try:
+            self.reference = self.configured(config)
+        except (Divergence, Unshrinkable) as stop:
+            if not self.configurations.kept(stop, config, self.disagreement):
+                raise
+            self.adapter = Located(started(self.implementation, False), self.where)  # type: ignore[assignment]
+            return
+        if self.reference is not None:
+            type(self).accepted += 1
+
+    def configured(self, config: BenefitConfig) -> BenefitPolicy | None:
+        """The configuration offered to both: the reference's policy, or None if both refused it."""
         self.config_wire = {knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()}
         self.operations: list[dict[str, object]] = []  # as protocol requests, for the report's counterexample
         self.step = 0  # operations are numbered from the configuration they follow
@@ -167,7 +192,16 @@ class BenefitMachine(RuleBasedStateMachine):
             clause = refused_by or "BEN-CONF-8"
             raise self.diverge([clause, "BEN-CONF-8"], f"the configuration {json.dumps(self.config_wire)}: expected {'refused' if refused_by else 'accepted'}",
                                "refused" if refused_by else "accepted", "accepted" if accepted else "refused")
-        self.reference = reference
+        return reference
+
+    def disagreement(self, config: BenefitConfig) -> Divergence | None:
+        """What offering ``config`` to both raises, or None (to simplify a configuration finding)."""
+        self.adapter = Located(started(self.implementation, False), self.where)  # type: ignore[assignment]
+        try:
+            self.configured(config)
+        except Divergence as divergence:
+            return divergence
+        return None
 
     @precondition(lambda self: self.reference is None)  # while refused, nothing but this step is enabled
     @rule(config=configs())
@@ -183,7 +217,7 @@ class BenefitMachine(RuleBasedStateMachine):
 
     def where(self) -> Location:
         """Where a fault happened: the configuration, or the operation being sent (the operations end with it)."""
-        label = f"operation {self.step}" if self.step else "the configuration"
+        label = f"operation {self.step}" if self.step else f"the configuration {json.dumps(self.config_wire)}"
         return Location(label, self.step, benefit={"config": self.config_wire, "operations": list(self.operations)})
 
     def teardown(self) -> None:
@@ -449,7 +483,7 @@ class BenefitMachine(RuleBasedStateMachine):
         self.agree(lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
 
 
-def probe_divergence(implementation: Implementation) -> Divergence | None:
+def probe_divergence(implementation: Implementation, configurations: ConfigurationFindings | None = None) -> Divergence | None:
     """The probes, in order, on the running implementation (a fresh one after a failure): WIDE_ALONE,
     every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
     ghost table overflowed, a threshold reached and an offer of that many segments; an offer that
@@ -458,8 +492,12 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
     before its take-over. The first
     Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
     would go unmet in a quick run, and each would make every example dearer to draw and shrink;
-    sent after the machine, they cost nothing to an implementation it has already caught."""
-    machine = benefit_machine_for(implementation)()
+    sent after the machine, they cost nothing to an implementation it has already caught. Configuration
+    findings go to ``configurations``, and the probes go on."""
+    machine_class = benefit_machine_for(implementation)
+    if configurations is not None:
+        machine_class.configurations = configurations
+    machine = machine_class()
     machine.number_keys(KEY_NUMBERINGS[0])
     try:
         for probe in WIDE_ALONE:
@@ -487,4 +525,5 @@ def probe_divergence(implementation: Implementation) -> Divergence | None:
 
 
 def benefit_machine_for(implementation: Implementation, fresh_each_example: bool = False) -> type[BenefitMachine]:
-    return type("CertifyBenefit", (BenefitMachine,), {"implementation": implementation, "fresh_each_example": fresh_each_example})
+    return type("CertifyBenefit", (BenefitMachine,), {"implementation": implementation, "fresh_each_example": fresh_each_example,
+                                                      "configurations": ConfigurationFindings(wide_knobs, BenefitConfig())})

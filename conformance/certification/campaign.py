@@ -178,7 +178,8 @@ def close_quietly(implementation: Implementation) -> None:
 def report_of(certification: Certification, certified: Certified, directory: Path) -> Report:
     """The certification's report, each counterexample saved in ``directory`` (where the report goes)."""
     report = build_report(certification.adapter, None, certification.profile, certification.seed, certification.pins,
-                          list(certified.outcomes), list(certified.faults), directory, certified.searches)
+                          list(certified.outcomes), list(certified.faults), directory, certified.searches,
+                          (certification.reply_timeout, certification.start_timeout))
     if certified.identity is None:
         return report
     identity = certified.identity

@@ -38,6 +38,7 @@ class Finding:
     message: str
     steps: str
     divergence: Divergence | None
+    configuration: bool = False  # a configuration finding (configurations.py): the behaviour was certified on the others
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,16 @@ class Outcome:
     findings: tuple[Finding, ...] = ()
     dialect: Dialect = CANONICAL
     examples: int = 0  # how many the machine ran (the probes apart)
+    accepted: int = 0  # how many configurations both accepted: the behaviour was certified on them
 
     @property
     def conforms(self) -> bool:
         return not self.findings
+
+    @property
+    def behaviour_failed(self) -> bool:
+        """Whether a finding is about the behaviour (or a fault), not a configuration alone."""
+        return any(not finding.configuration for finding in self.findings)
 
     @property
     def message(self) -> str:
@@ -104,11 +111,14 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
             raise
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
+    configurations = machine.configurations
     if not found:
-        probed = benefit_probe_divergence(implementation) if policy == "benefit" else probe_divergence(implementation, policy, pins, dialect)
+        probed = (benefit_probe_divergence(implementation, configurations) if policy == "benefit"
+                  else probe_divergence(implementation, policy, pins, dialect, configurations))
         if probed is not None:
             found.append(finding(probed, []))
-    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples)
+    found += [Finding(str(each), "", each, configuration=True) for each in configurations.findings()]
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted)
 
 
 @contextmanager

@@ -22,12 +22,14 @@ be seen. The evidence, strongest first:
 Clauses are the policy's own: an LRU or FIFO difference never cites an S3 clause.
 """
 
+import json
 import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
+from kvspec.adapters.wire import config_json
 from kvspec.conformance.core.citations import cited
 from kvspec.conformance.core.workloads import Request
 from kvspec.conformance.galleries.mutants import MUTANT_CLASSES, CanonicalS3FIFO, is_int
@@ -88,9 +90,10 @@ def count_clauses(policy: str) -> tuple[str, ...]:
 KNOB_CLAUSES = {"capacity": "REPLAY-CONF-1", "block_size": "REPLAY-CONF-2", "small_ratio": "S3-CONF-1", "max_freq": "S3-CONF-6"}
 
 
-def spec_accepts(config: AdapterConfig) -> bool:
+def spec_accepts(config: AdapterConfig, dialect: frozenset[str] = frozenset()) -> bool:
+    """Whether the spec (in ``dialect``) accepts ``config``."""
     try:
-        make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq))
+        make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq, dialect))
     except ConfigError:
         return False
     return True
@@ -114,14 +117,15 @@ def refused_wrongly(adapter: Adapter, config: AdapterConfig) -> Diagnosis:
     found by asking it to configure a typical cache with that one knob changed."""
     typical = AdapterConfig(config.policy, 100, 16, 0.5, 3)
     if accepts(adapter, typical) is not True:
-        return consistent(*refusal_group(config), evidence=f"; it does not accept {typical} either")
-    refused = []
+        return consistent(*refusal_group(config), evidence=f"; it does not accept {config_json(typical)} either")
+    refused = {}
     for knob, clause in KNOB_CLAUSES.items():
         probe = AdapterConfig(**{**vars(typical), knob: getattr(config, knob)})
         if spec_accepts(probe) and accepts(adapter, probe) is False:
-            refused.append(clause if config.policy == "s3fifo" or knob in ("capacity", "block_size") else "REPLAY-CONF-3")
+            refused[knob] = clause if config.policy == "s3fifo" or knob in ("capacity", "block_size") else "REPLAY-CONF-3"
     if refused:
-        return named(*dict.fromkeys(refused), evidence=f"; it accepts {typical} with every other knob of this configuration")
+        changed = " or ".join(f"{knob} {json.dumps(getattr(config, knob))}" for knob in refused)
+        return named(*dict.fromkeys(refused.values()), evidence=f"; it accepts {config_json(typical)}, and refuses it with {changed} alone")
     if config.policy == "s3fifo" and int(config.capacity * config.small_ratio) < 1:
         return named("S3-CONF-2", "S3-CONF-5", evidence=f"; int({config.capacity} × {config.small_ratio}) is 0 where round() gives 1 (S3-CONF-2)")
     return consistent(*refusal_group(config))

@@ -9,13 +9,16 @@ finding. A fault that took a deadline to show ends the run at once (``Unshrinkab
 replay would wait the deadline out again.
 """
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kvspec.adapters import BENEFIT_METHODS, REPLAY_METHODS
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused
-from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.adapters.protocol import to_double
+from kvspec.adapters.wire import reply_json, state_json
+from kvspec.conformance.certification.lockstep import Divergence, shown
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
 
@@ -94,24 +97,35 @@ RESET_OPERATIONS: tuple[tuple[str, tuple[Any, ...]], ...] = (
 )
 
 
-def observations(adapter: Any, config: AdapterConfig | BenefitConfig) -> list[object] | None:
+def observations(adapter: Any, config: AdapterConfig | BenefitConfig) -> list[dict[str, object]] | None:
     """Configure, then fixed requests (one-token blocks) or operations: what the implementation
-    answers after each, its state too at the state level; None if it refuses the configuration."""
+    answers after each, its state too at the state level, as the protocol's replies carry them;
+    None if it refuses the configuration."""
     benefit = isinstance(config, BenefitConfig)
     try:
         adapter.configure_benefit(config) if benefit else adapter.configure(config)
     except ConfigRefused:
         return None
-    seen: list[object] = []
+    state_level = adapter.level == "state"
+    seen: list[dict[str, object]] = []
     if benefit:
         for name, args in RESET_OPERATIONS:
-            seen.append((getattr(adapter, name)(*args), adapter.benefit_state() if adapter.level == "state" else None))
+            reply = reply_json(name, getattr(adapter, name)(*args))
+            seen.append({**reply, "benefit_state": state_json(adapter.benefit_state())} if state_level else reply)
         return seen
     for hash_ids in RESET_REQUESTS:
         hit = adapter.hit_tokens(hash_ids, len(hash_ids))
         adapter.access(hash_ids)
-        seen.append((hit, adapter.resident_count(), adapter.snapshot() if adapter.level == "state" else None))
+        answers: dict[str, object] = {"hit_tokens": hit, "resident_count": adapter.resident_count()}
+        seen.append({**answers, "snapshot": json.loads(shown(adapter.snapshot()))} if state_level else answers)
     return seen
+
+
+def configuration_json(config: AdapterConfig | BenefitConfig) -> str:
+    """PROTO-7's or PROTO-20's configuration, as the configure request carries it."""
+    if isinstance(config, AdapterConfig):
+        return shown(config)
+    return json.dumps({knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()})
 
 
 def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig) -> Divergence | None:
@@ -124,6 +138,6 @@ def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig) -> Div
     number, (was, now) = next((n, pair) for n, pair in enumerate(zip(first, second, strict=True), start=1) if pair[0] != pair[1])
     benefit = isinstance(config, BenefitConfig)
     clause, what = ("PROTO-20", "operation") if benefit else ("PROTO-7", "request")
-    detail = (f"configure does not reset the implementation: configured twice with {config} and sent the same {what}s, it answered "
-              f"{what} {number} with {now} the second time and {was} the first")
+    detail = (f"configure does not reset the implementation: configured twice with {configuration_json(config)} and sent the same "
+              f"{what}s, it answered {what} {number} with {shown(now)} the second time and {shown(was)} the first")
     return Divergence([clause], detail, request=0, expected=was, actual=now, config=None if benefit else config, trace=[])

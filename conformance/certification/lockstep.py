@@ -9,9 +9,12 @@ Divergence; `kvspec replay --keep-going` goes on past it (conformance/certificat
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import json
+
+from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import snapshot_of
-from kvspec.adapters.wire import config_json
+from kvspec.adapters.wire import cap_json, config_json, decision_json, state_json
 from kvspec.conformance.certification.diagnosis import (
     Diagnosis,
     accepted_wrongly,
@@ -27,6 +30,7 @@ from kvspec.conformance.certification.diagnosis import (
     results_diagnosis,
 )
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
+from kvspec.reference.benefit import CapRepair, Decision, Victims
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole
 
 CONFIG_CLAUSES = ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
@@ -51,11 +55,34 @@ class Divergence(AssertionError):
         self.clauses = tuple(clauses)
         self.consistent_with = tuple(c for c in clauses if c in consistent_with)
         self.request = request
-        self.expected = repr(expected)
-        self.actual = repr(actual)
+        self.expected = shown(expected)
+        self.actual = shown(actual)
         self.config = config
         self.trace = list(trace)
         self.benefit = benefit  # the benefit policy's: its config and operations, as protocol messages (PROTO-20 to PROTO-27)
+
+
+def shown(value: object) -> str:
+    """A value as the protocol's JSON writes it (spec/adapter-protocol.md): a configuration, a
+    snapshot, a benefit reply or state, a count; a tuple of them as a list."""
+    if isinstance(value, AdapterConfig):
+        return config_json(value)
+    if isinstance(value, Snapshot):
+        return json.dumps({"small": [list(e) for e in value.small], "main": [list(e) for e in value.main], "ghost": list(value.ghost)})
+    if isinstance(value, BenefitState):
+        return json.dumps(state_json(value))
+    if isinstance(value, Decision):
+        return json.dumps(decision_json(value))
+    if isinstance(value, CapRepair):
+        return json.dumps(cap_json(value))
+    if isinstance(value, Victims):
+        return json.dumps({"keys": list(value.keys), "freed": value.freed})
+    if isinstance(value, tuple | list):
+        return f"[{', '.join(map(shown, value))}]"
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def alternatives(clauses: list[str]) -> str:

@@ -26,6 +26,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+from kvspec.adapters.wire import config_json
+from kvspec.conformance.certification.configurations import ConfigurationFindings, Knobs
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable, located
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.certification.strategies import now_and_then
@@ -92,12 +94,34 @@ def config_strategy(policy: str, pins: Pins = Pins(), *, non_finite: bool = Fals
 # then, with requests after them.
 
 
+def usual_config(policy: str, pins: Pins = Pins()) -> AdapterConfig:
+    """The smallest cache the spec accepts with the pinned knobs, or the usual ones."""
+    ratio, max_freq = pinned(pins, 0.1)
+    return pins.bounded(AdapterConfig(policy, smallest_capacity(ratio, 1, 6) or 6, 1, ratio, max_freq))  # type: ignore[arg-type]
+
+
+WHOLE_DOMAIN = {"capacity": WIDE_COUNTS, "block_size": WIDE_BLOCK_SIZES, "small_ratio": WIDE_RATIOS + NON_FINITE, "max_freq": WIDE_FREQS}
+
+
+def wide_knobs(config: AdapterConfig) -> Knobs:
+    """The knobs of ``config`` that take a whole-domain value (a NaN ratio among them)."""
+    return tuple((knob, getattr(config, knob)) for knob, values in WHOLE_DOMAIN.items() if any(same(v, getattr(config, knob)) for v in values))
+
+
+def same(a: object, b: object) -> bool:
+    """Equal, or both NaN."""
+    return a == b or (a != a and b != b)
+
+
+def configuration_findings(policy: str, pins: Pins = Pins()) -> ConfigurationFindings:
+    return ConfigurationFindings(wide_knobs, usual_config(policy, pins))
+
+
 @cache
 def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[Probe]:
     """Each knob's whole-domain values with the others usual, only offered (most are refused; the
     accepted ones stand at the ends of the domain); then the long queues (``long_queues``)."""
-    ratio, max_freq = pinned(pins, 0.1)
-    base = AdapterConfig(policy, smallest_capacity(ratio, 1, 6) or 6, 1, ratio, max_freq)  # type: ignore[arg-type]
+    base = usual_config(policy, pins)
     knobs = {"capacity": WIDE_COUNTS, "block_size": WIDE_BLOCK_SIZES}
     if pins.small_ratio is None:
         knobs["small_ratio"] = WIDE_RATIOS + NON_FINITE * non_finite
@@ -108,12 +132,15 @@ def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[P
     return [*offered, *([long] if long is not None and pins.bounded(long.config) == long.config else [])]
 
 
-def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins(), dialect: Dialect = CANONICAL) -> Divergence | None:
+def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins(), dialect: Dialect = CANONICAL,
+                     configurations: ConfigurationFindings | None = None) -> Divergence | None:
     """The probes, in order, on the running implementation (a fresh one after a failure): the first
-    Divergence (a Fault where the implementation failed), or None."""
+    Divergence of the behaviour (a Fault where the implementation failed), or None. Configuration
+    findings go to ``configurations``, and the probes go on."""
+    configurations = configurations or configuration_findings(policy, pins)
     for probe in probes(policy, pins, implementation.in_process):
         try:
-            send(implementation, probe, dialect, pins)
+            send(implementation, probe, dialect, pins, configurations)
         except Unshrinkable as stop:
             return stop.fault
         except Divergence as divergence:
@@ -121,14 +148,40 @@ def probe_divergence(implementation: Implementation, policy: str, pins: Pins = P
     return None
 
 
-def send(implementation: Implementation, probe: Probe, dialect: Dialect = CANONICAL, pins: Pins = Pins()) -> None:
+def send(implementation: Implementation, probe: Probe, dialect: Dialect, pins: Pins, configurations: ConfigurationFindings) -> None:
     """Offer the probe's configuration to both, and its requests if both accept it."""
-    adapter = started(implementation, False)
-    lockstep = Lockstep(adapter, probe.config, dialect)  # type: ignore[arg-type]
-    lockstep.adapter = Located(adapter, lambda: location(lockstep))  # type: ignore[assignment]
-    if lockstep.configure():
+    if not configurations.offered(probe.config):
+        return
+    lockstep = located_lockstep(implementation, probe.config, dialect)
+    if configured(implementation, lockstep, configurations):
         for hash_ids in pins.split(probe.requests):
             lockstep.request(list(hash_ids), len(hash_ids))
+
+
+def located_lockstep(implementation: Implementation, config: AdapterConfig, dialect: Dialect, fresh: bool = False) -> Lockstep:
+    """A lockstep on the running implementation (a fresh one if it failed, or if ``fresh``), its faults located in it."""
+    lockstep = Lockstep(started(implementation, fresh), config, dialect)  # type: ignore[arg-type]
+    lockstep.adapter = Located(lockstep.adapter, lambda: location(lockstep))  # type: ignore[assignment]
+    return lockstep
+
+
+def configured(implementation: Implementation, lockstep: Lockstep, configurations: ConfigurationFindings) -> bool:
+    """Lockstep.configure: whether both accepted the configuration. A configuration finding is kept
+    in ``configurations`` (False: the example goes on with another configuration); any other
+    failure is raised."""
+    def offer(config: AdapterConfig) -> Divergence | None:
+        try:
+            located_lockstep(implementation, config, lockstep.dialect).configure()
+        except Divergence as divergence:
+            return divergence
+        return None
+
+    try:
+        return lockstep.configure()
+    except (Divergence, Unshrinkable) as stop:
+        if configurations.kept(stop, lockstep.config, offer):
+            return False
+        raise
 
 
 class CertificationMachine(RuleBasedStateMachine):
@@ -141,7 +194,9 @@ class CertificationMachine(RuleBasedStateMachine):
     fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     non_finite_ratios: bool = False  # an in-process implementation can be sent a NaN or infinite small_ratio
     examples: int = 0  # how many examples (configurations up to an accepted one, and its requests) have started
+    accepted: int = 0  # how many configurations both accepted, and so checked the behaviour on
     first_failure: Divergence | None = None
+    configurations: ConfigurationFindings
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,13 +213,12 @@ class CertificationMachine(RuleBasedStateMachine):
     def next_configuration(self, data: st.DataObject) -> None:
         """One configuration, to both (Lockstep.configure); the lockstep if both accepted it."""
         config = data.draw(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios), label="config")
-        self.started = lockstep = Lockstep(Located(started(self.implementation, self.fresh_each_example), self.where), config, self.dialect)
-        if lockstep.configure():
+        if not self.configurations.offered(config):
+            return  # one it failed at: not waited out again
+        self.started = lockstep = located_lockstep(self.implementation, config, self.dialect, self.fresh_each_example)
+        if configured(self.implementation, lockstep, self.configurations):
             self.lockstep = lockstep
-
-    def where(self) -> Location:
-        assert self.started is not None
-        return location(self.started)
+            type(self).accepted += 1
 
     def teardown(self) -> None:
         """Keep the run's first failure: an implementation that fails otherwise on a replay leaves
@@ -217,7 +271,7 @@ class CertificationMachine(RuleBasedStateMachine):
 def location(lockstep: Lockstep) -> Location:
     """Where a fault happened: the configuration, or the request being sent (the trace ends with it)."""
     n = len(lockstep.trace)
-    return Location(f"request {n}" if n else "the configuration", n, lockstep.config, list(lockstep.trace))
+    return Location(f"request {n}" if n else f"the configuration {config_json(lockstep.config)}", n, lockstep.config, list(lockstep.trace))
 
 
 def started(implementation: Implementation, fresh: bool) -> object:
@@ -234,5 +288,5 @@ def machine_for(implementation: Implementation, policy: str, pins: Pins = Pins()
     """A machine class that certifies ``implementation`` on ``policy`` (in ``dialect``), with ``pins``
     held fixed. Only an in-process implementation is sent non-finite ratios: JSON has no number for them."""
     attributes = {"implementation": implementation, "policy": policy, "pins": pins, "fresh_each_example": fresh_each_example,
-                  "non_finite_ratios": implementation.in_process, "dialect": dialect}
+                  "non_finite_ratios": implementation.in_process, "dialect": dialect, "configurations": configuration_findings(policy, pins)}
     return type(f"Certify{policy.upper()}", (CertificationMachine,), attributes)

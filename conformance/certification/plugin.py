@@ -66,10 +66,11 @@ class CertifyError(Exception):
 
 class NonConformance(CertifyError):
     def __init__(self, outcome: Outcome, header: str, adapter_spec: str) -> None:
-        from kvspec.conformance.certification.report import counterexample
+        from kvspec.conformance.certification.report import Reproduction, counterexample
 
         self.outcome = outcome
-        findings = "".join(f"{finding.message}\n{counterexample(adapter_spec, finding, None)}" for finding in outcome.findings)
+        reached = Reproduction(adapter_spec, outcome.dialect)
+        findings = "".join(f"{finding.message}\n{counterexample(reached, finding, None)}" for finding in outcome.findings)
         super().__init__(f"{outcome.policy}: DOES NOT CONFORM\n{header}\n{findings}")
 
 

@@ -3,6 +3,7 @@ Markdown, with each counterexample saved as a Mooncake trace that `kvspec replay
 
 import json
 import shlex
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
@@ -13,15 +14,18 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
-from kvspec.conformance.certification.dialect_search import Search
-from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.dialect_search import Search, candidates
+from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, spec_accepts
+from kvspec.conformance.certification.faults import Fault
+from kvspec.conformance.certification.lockstep import Divergence, shown
+from kvspec.conformance.certification.machine import wide_knobs
 from kvspec.conformance.core.output import written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import canonical
 from kvspec.conformance.fixtures.recorded import adapter_name
-from kvspec.reference import SPEC_VERSION
-from kvspec.reference.constants import AnyPolicyName
+from kvspec.reference import SPEC_VERSION, ReplayConfig
+from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT, AnyPolicyName
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
@@ -42,6 +46,7 @@ CHECKED_CLAUSES = (
     "BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-VICTIM-5", "BEN-REMOVE-1",
 )
 Verdict = Literal["pass", "fail", "inconclusive"]
+DEFAULTS = ReplayConfig()  # the knobs `kvspec replay` takes without an option
 OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-", "benefit": "BEN-"}
 
 
@@ -68,6 +73,9 @@ class Failure(BaseModel):
     replay_command: str | None = Field(description="the shrunk trace through the implementation in lockstep with the reference, or the "
                                        "operations' case through `kvspec fixtures verify`")
     steps: str = Field(description="the shrunk counterexample's steps as Hypothesis reported them")
+    configuration: bool = Field(False, description="a configuration finding: a configuration the implementation and the spec disagree "
+                                "on (one accepts it, the other refuses it), or one it failed at, whose whole-domain knob values were then "
+                                "not offered again; the certification went on with the configurations both accept")
 
 
 class FoundDialect(BaseModel):
@@ -103,6 +111,9 @@ class PolicyVerdict(BaseModel):
         "was neither shown broken nor checked throughout"
     )
     failures: list[Failure] = Field(description="one shrunk counterexample for each check that failed, the earliest first")
+    behaviour: Literal["conforms", "does not conform", "not certified"] = Field(
+        description="the verdict on the requests (or operations) alone, on the configurations both accepted: it conforms when every "
+        "failure is a configuration finding; not certified when no configuration was accepted by both")
     found: FoundDialect | None = Field(default=None, description="with --find-dialect, when the policy does not conform: the dialect "
                                        "found for it (DIALECT-8)")
 
@@ -133,14 +144,21 @@ class Report(BaseModel):
     policies: list[PolicyVerdict] = Field(description="one verdict for each policy certified")
 
 
-def clauses_for(policy: str, conforms: bool, failed: tuple[str, ...], dialect: Dialect = CANONICAL) -> dict[str, Verdict]:
-    """The clauses a policy's run checks: the replay's and its own, in ``dialect`` (DIALECT-2: its
-    variation points' clauses in place of those they replace)."""
+def clauses_for(outcome: Outcome) -> dict[str, Verdict]:
+    """The clauses a policy's run checks: the replay's and its own, in its dialect (DIALECT-2: its
+    variation points' clauses in place of those they replace). Fail where a finding shows the
+    clause broken. A finding of the behaviour stops every trace it is on, so the other clauses
+    are inconclusive; configuration findings alone leave the behaviour certified on the
+    configurations both accepted, and every clause no finding names passes."""
+    policy, dialect = outcome.policy, outcome.dialect
     replay = policy != "benefit"
     replaced = replaced_clauses(dialect)
     relevant = [c for c in CHECKED_CLAUSES if (c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))) and c not in replaced]
     relevant += [VARIATIONS[v].clause for v in in_catalogue_order(dialect)]
-    return {clause: "pass" if conforms else "fail" if clause in failed else "inconclusive" for clause in relevant}
+    failed = shown_broken(outcome)
+    suspected = {c for f in outcome.findings if f.divergence for c in f.divergence.consistent_with}
+    decided = outcome.conforms or (not outcome.behaviour_failed and outcome.accepted > 0)
+    return {clause: "fail" if clause in failed else "pass" if decided and clause not in suspected else "inconclusive" for clause in relevant}
 
 
 def trace_lines(trace: list[tuple[list[int], int]]) -> str:
@@ -149,18 +167,43 @@ def trace_lines(trace: list[tuple[list[int], int]]) -> str:
     )
 
 
-def replay_command(adapter_spec: str, config: AdapterConfig, trace_file: Path) -> str:
-    """The trace through the implementation in lockstep with the reference: it stops at the divergence."""
-    words = ["kvspec", "replay", str(trace_file), "--adapter", adapter_spec, "--policy", config.policy, "--capacity", str(config.capacity),
-             "--block-size", str(config.block_size)]
-    if config.policy == "s3fifo":
-        words += ["--small-ratio", repr(config.small_ratio), "--max-freq", str(config.max_freq)]
-    return shlex.join(words)
+@dataclass(frozen=True)
+class Reproduction:
+    """What a printed command needs to reach the implementation as the certification did: its
+    adapter spec (PROTO-18), the dialect the finding was made against (DIALECT-7) and the deadlines
+    it was held to (PROTO-15), so that the command gives the same finding again."""
 
+    adapter: str
+    dialect: Dialect = CANONICAL
+    reply_timeout: float = REPLY_TIMEOUT
+    start_timeout: float = START_TIMEOUT
 
-def verify_command(adapter_spec: str, case_file: Path) -> str:
-    """The benefit operations' case through the implementation: `kvspec fixtures verify` replays it."""
-    return shlex.join(["kvspec", "fixtures", "verify", str(case_file), "--adapter", adapter_spec])
+    def reaching(self) -> list[str]:
+        words = ["--adapter", self.adapter]
+        if self.reply_timeout != REPLY_TIMEOUT:
+            words += ["--reply-timeout", repr(self.reply_timeout)]
+        if self.start_timeout != START_TIMEOUT:
+            words += ["--start-timeout", repr(self.start_timeout)]
+        return words
+
+    def replay_command(self, config: AdapterConfig, trace_file: Path) -> str:
+        """The trace through the implementation in lockstep with the reference, in the finding's
+        dialect: it stops at the divergence. Every knob the configuration gave goes with it, an
+        LRU's or FIFO's S3FIFO knobs too where they are not the defaults (REPLAY-CONF-3 says they
+        are ignored: an implementation that reads them shows it)."""
+        words = ["kvspec", "replay", str(trace_file), *self.reaching(), "--policy", config.policy, "--capacity", str(config.capacity),
+                 "--block-size", str(config.block_size)]
+        if config.policy == "s3fifo" or config.small_ratio != DEFAULTS.small_ratio:
+            words += ["--small-ratio", repr(config.small_ratio)]
+        if config.policy == "s3fifo" or config.max_freq != DEFAULTS.max_freq:
+            words += ["--max-freq", str(config.max_freq)]
+        if self.dialect:
+            words += ["--variation", ",".join(in_catalogue_order(self.dialect))]
+        return shlex.join(words)
+
+    def verify_command(self, case_file: Path) -> str:
+        """The benefit operations' case through the implementation: `kvspec fixtures verify` replays it."""
+        return shlex.join(["kvspec", "fixtures", "verify", str(case_file), *self.reaching()])
 
 
 def counterexample_file(directory: Path, policy: str, number: int, divergence: Divergence) -> Path:
@@ -169,7 +212,7 @@ def counterexample_file(directory: Path, policy: str, number: int, divergence: D
     return directory / f"{policy}-counterexample-{number}.{'json' if divergence.benefit is not None else 'jsonl'}"
 
 
-def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
+def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
     """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``."""
     divergence = finding.divergence
     if divergence is None:  # the implementation broke the protocol
@@ -178,26 +221,27 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
     trace_file = command = None
     path = counterexample_file(directory, policy, number, divergence)
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
+        adapter_spec = reproduction.adapter
         case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
                             f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
                             divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(path) as temporary:
             temporary.write_text(canonical(case))
-        trace_file, command = path.name, verify_command(adapter_spec, path)
+        trace_file, command = path.name, reproduction.verify_command(path)
     elif divergence.config is not None and divergence.trace:
         with written_whole(path) as temporary:
             temporary.write_text(trace_lines(divergence.trace))
-        trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
+        trace_file, command = path.name, reproduction.replay_command(divergence.config, path)
     if divergence.benefit is not None:
         config = dict(divergence.benefit["config"])
     else:
         config = None if divergence.config is None else dict(vars(divergence.config))
     return Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
                    request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
-                   trace_file=trace_file, replay_command=command, steps=finding.steps)
+                   trace_file=trace_file, replay_command=command, steps=finding.steps, configuration=finding.configuration)
 
 
-def counterexample(adapter_spec: str, finding: Finding, saved: Path | None) -> str:
+def counterexample(reproduction: Reproduction, finding: Finding, saved: Path | None) -> str:
     """The shrunk counterexample itself, ready to paste: the requests inside the command that
     replays them through the implementation, or the benefit operations as the protocol requests
     the implementation was sent. Hypothesis's own steps are left to report.md, except where they
@@ -211,14 +255,15 @@ def counterexample(adapter_spec: str, finding: Finding, saved: Path | None) -> s
         operations = divergence.benefit["operations"]
         session = [{"cmd": "start", "protocol": 1}, {"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *operations,
                    {"cmd": "stop"}]
-        lines = [f"    the shrunk counterexample, {plural(len(operations), 'operation')} after the configuration, as the protocol's "
-                 "requests (paste them into the implementation):", ""]
+        lines = [f"    {which_counterexample(divergence)}, {plural(len(operations), 'operation')} after the configuration, as the "
+                 "protocol's requests (paste them into the implementation):", ""]
         lines += [json.dumps({"cmd": request["cmd"], "seq": seq, **request}, allow_nan=False) for seq, request in enumerate(session)]
-        replay = (f"replay it against the spec's answers: {verify_command(adapter_spec, saved)}" if saved
+        replay = (f"replay it against the spec's answers: {reproduction.verify_command(saved)}" if saved
                   else "--report FOLDER saves it, with the spec's answers, as a fixture case that `kvspec fixtures verify` replays")
         return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
-    command = replay_command(adapter_spec, divergence.config, saved or Path("-"))
-    lines = [f"    the shrunk counterexample, {plural(len(divergence.trace), 'request')}; this replays it through the implementation:", ""]
+    command = reproduction.replay_command(divergence.config, saved or Path("-"))
+    lines = [f"    {which_counterexample(divergence)}, {plural(len(divergence.trace), 'request')}; this replays it through the implementation:",
+             ""]
     if saved is None:
         lines += [f"{command} <<'EOF'", *trace_lines(divergence.trace).splitlines(), "EOF"]
     else:
@@ -226,8 +271,74 @@ def counterexample(adapter_spec: str, finding: Finding, saved: Path | None) -> s
     return "\n".join([*lines, ""]) + "\n"
 
 
+def which_counterexample(divergence: Divergence) -> str:
+    """What the requests shown are (PROTO-30): shrunk, unless the fault took a deadline to show, or
+    the implementation failed one way and then another (PROTO-7)."""
+    if getattr(divergence, "timed_out", False):
+        return "the counterexample as it ran (not shrunk: each replay would wait out the deadline again)"
+    if "PROTO-7" in divergence.clauses:
+        return "the example that failed first (not deterministic, the implementation may answer it otherwise again)"
+    return "the shrunk counterexample"
+
+
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def parts_of(outcome: Outcome) -> str:
+    """A policy's verdict in its two parts, where configuration findings leave the behaviour certified on the others."""
+    settings = sum(finding.configuration for finding in outcome.findings)
+    if not settings:
+        return ""
+    behaviour = {"conforms": "conforms", "does not conform": "does not conform",
+                 "not certified": "was not certified (no configuration was accepted by both)"}[behaviour_of(outcome)]
+    return f": {plural(settings, 'configuration finding')}; the behaviour, on the configurations both accept, {behaviour}"
+
+
+def hints(outcome: Outcome) -> list[str]:
+    """What to try next after a policy's findings, where it would help: the bound of an engine's
+    pool after a capacity or block size that the implementation refused or failed at and the spec
+    accepts; the dialect search where a variation point could explain a finding (never a fault)."""
+    said = []
+    for knob, option in (("capacity", "--max-capacity"), ("block_size", "--max-block-size")):
+        beyond = [f.divergence.config for f in outcome.findings if f.configuration and f.divergence and f.divergence.config
+                  and getattr(f.divergence.config, knob) > 1 and refused_or_failed_at(f.divergence, knob)]
+        if beyond:
+            smallest = min(getattr(config, knob) for config in beyond)
+            said.append(f"(it refused or failed at {knob} {smallest:,}, which the spec accepts: if it cannot build so large a pool, "
+                        f"{option} N certifies it with at most N{' blocks' if knob == 'capacity' else ' tokens a block'})")
+    if outcome.policy != "benefit" and any(explainable(outcome.policy, f) for f in outcome.findings):
+        said.append("(--find-dialect searches spec/dialects.md for the variation points that would explain it)")
+    return said
+
+
+def refused_or_failed_at(divergence: Divergence, knob: str) -> bool:
+    """The implementation refused a configuration the spec accepts for its ``knob``, or failed at
+    one whose ``knob`` takes a whole-domain value."""
+    assert divergence.config is not None
+    if isinstance(divergence, Fault):
+        return knob in dict(wide_knobs(divergence.config))
+    return divergence.expected == shown("accepted") and KNOB_CLAUSES[knob] in divergence.clauses
+
+
+def explainable(policy: str, finding: Finding) -> bool:
+    """Whether a variation point of ``policy`` could explain the finding: for a configuration, one
+    under which the reference answers it as the implementation did; otherwise one that replaces a
+    clause the finding names. A fault (a crash, a hang, a protocol error) is never explained by one."""
+    divergence = finding.divergence
+    if divergence is None or isinstance(divergence, Fault):
+        return False
+    if finding.configuration and divergence.config is not None:
+        accepted = divergence.actual == shown("accepted")
+        return any(spec_accepts(divergence.config, dialect) == accepted for dialect in candidates(policy, CANONICAL))
+    replaceable = {c for v in VARIATIONS.values() if policy in v.policies for c in v.replaces}
+    return bool(replaceable & set(divergence.clauses))
+
+
+def behaviour_of(outcome: Outcome) -> Literal["conforms", "does not conform", "not certified"]:
+    if outcome.behaviour_failed:
+        return "does not conform"
+    return "conforms" if outcome.conforms or outcome.accepted else "not certified"
 
 
 def shown_broken(outcome: Outcome) -> tuple[str, ...]:
@@ -243,18 +354,23 @@ def found_dialect(search: Search) -> FoundDialect:
 
 
 def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
-                 outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None) -> Report:
+                 outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None,
+                 timeouts: tuple[float, float] = (REPLY_TIMEOUT, START_TIMEOUT)) -> Report:
     """``adapter`` None: the implementation failed at its start, and ``faults`` says how. ``searches``:
-    the dialect found for each policy that did not conform (--find-dialect)."""
+    the dialect found for each policy that did not conform (--find-dialect). ``timeouts``: the
+    reply and start deadlines the implementation was held to, which its replay commands keep."""
     searches = searches or {}
+    reached = Reproduction(adapter_spec, CANONICAL, *timeouts)
     verdicts = [
         PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
             dialect=in_catalogue_order(outcome.dialect),
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
-            clauses=clauses_for(outcome.policy, outcome.conforms, shown_broken(outcome), outcome.dialect),
-            failures=[failure_of(adapter_spec, outcome.policy, n, f, directory) for n, f in enumerate(outcome.findings, start=1)],
+            clauses=clauses_for(outcome),
+            failures=[failure_of(replace(reached, dialect=outcome.dialect), outcome.policy, n, f, directory)
+                      for n, f in enumerate(outcome.findings, start=1)],
+            behaviour=behaviour_of(outcome),
             found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
         )
         for outcome in outcomes
@@ -265,7 +381,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
         level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
         pins={k: v for k, v in vars(pins).items() if v not in (None, False)}, conforms=not faults and all(v.conforms for v in verdicts),
-        faults=[failure_of(adapter_spec, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
+        faults=[failure_of(reached, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
     )
 
 
@@ -295,17 +411,22 @@ def markdown(report: Report) -> str:
                   f"{verdict.examples_per_second:.1f} examples a second.", ""]
         if verdict.found is not None:
             lines += [found_line(verdict.found), ""]
+        settings = sum(failure.configuration for failure in verdict.failures)
+        if settings:
+            lines += [f"- configurations: {plural(settings, 'configuration finding')} (below)",
+                      f"- behaviour, on the configurations both accept: {verdict.behaviour}", ""]
         lines += ["| clause | result |", "|---|---|"]
         lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
         for number, failure in enumerate(verdict.failures, start=1):
             fault = all(clause.startswith("PROTO-") for clause in failure.clauses)  # it failed, rather than answered otherwise
-            lines += ["", f"### {'Fault' if fault else 'Divergence'} {number}", "", f"- clauses: {clause_line(failure)}"]
+            kind = "Configuration finding" if failure.configuration else "Fault" if fault else "Divergence"
+            lines += ["", f"### {kind} {number}", "", f"- clauses: {clause_line(failure)}"]
             if failure.clauses:
                 step = "operation" if verdict.policy == "benefit" else "request"
                 lines.append(f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}")
                 if not fault:
                     lines += [f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`"]
-                lines.append(f"- configuration: `{failure.config}`")
+                lines.append(f"- configuration: `{json.dumps(failure.config)}`")
             if failure.trace_file:
                 lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
             lines += ["", "```", failure.message, "", failure.steps, "```"]

@@ -68,7 +68,15 @@ def run_certify(args: argparse.Namespace) -> int:
 def certified_text(certification: Certification, certified: Certified, report: Path | None) -> str:
     """The verdict, each policy's, and each shrunk counterexample, ready to paste (saved in ``report``, if given)."""
     from kvspec.conformance.certification.dialect_search import described
-    from kvspec.conformance.certification.report import counterexample, counterexample_file, found_dialect, found_line
+    from kvspec.conformance.certification.report import (
+        Reproduction,
+        counterexample,
+        counterexample_file,
+        found_dialect,
+        found_line,
+        hints,
+        parts_of,
+    )
 
     held = "".join(f", {knob} {value}" for knob, value in vars(certification.pins).items() if value not in (None, False))
     identity = certified.identity
@@ -80,13 +88,13 @@ def certified_text(certification: Certification, certified: Certified, report: P
     for outcome in certified.outcomes:
         verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
         against = f" to the dialect {described(outcome.dialect)}" if outcome.dialect else ""
-        lines.append(f"  {outcome.policy}: {verdict}{against} ({outcome.examples_per_second:.1f} examples/s)\n")
+        lines.append(f"  {outcome.policy}: {verdict}{against}{parts_of(outcome)} ({outcome.examples_per_second:.1f} examples/s)\n")
         for number, finding in enumerate(outcome.findings, start=1):
             lines.append(f"    {finding.message}\n")
             saved = None if report is None or finding.divergence is None else counterexample_file(report, outcome.policy, number, finding.divergence)
-            lines.append(counterexample(certification.adapter, finding, saved))
+            reached = Reproduction(certification.adapter, outcome.dialect, certification.reply_timeout, certification.start_timeout)
+            lines.append(counterexample(reached, finding, saved))
         if outcome.policy in certified.searches:
             lines.append(f"    {found_line(found_dialect(certified.searches[outcome.policy]))}\n".replace("**", ""))
-        elif not outcome.conforms and outcome.policy != "benefit" and not certification.find_dialect:
-            lines.append("    (--find-dialect searches spec/dialects.md for the variation points that would explain it)\n")
+        lines += [f"    {hint}\n" for hint in hints(outcome) if not (certification.find_dialect and "--find-dialect" in hint)]
     return "".join(lines)

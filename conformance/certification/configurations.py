@@ -1,0 +1,83 @@
+"""Configuration findings: a configuration the implementation and the spec disagree on (one
+accepts it, the other refuses it), or one it fails at (a crash, a hang), is a finding of its own,
+and the certification goes on with the configurations both accept, so that every clause of the
+behaviour is still decided (docs/certification.md, "Configuration findings").
+
+Each kind is reported once: a disagreement by which way it goes and the clauses it names, a
+failure by the clause and the whole-domain knob values it happened at. A configuration with the
+knob values an implementation failed at is not offered again, so a hang is waited out once for
+each, not on every example. A failure at a configuration with no whole-domain knob (one any cache
+must take) is no configuration finding: it ends the example as any fault does.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from kvspec.conformance.certification.faults import Fault, Unshrinkable
+from kvspec.conformance.certification.lockstep import Divergence
+
+Knobs = tuple[tuple[str, object], ...]  # (knob, value) pairs, in the configuration's field order
+
+
+@dataclass
+class ConfigurationFindings:
+    """One certification's configuration findings, the first of each kind in the order met, and
+    the knob values the implementation failed at. ``wide`` gives a configuration's knobs that take
+    a value from the whole domain; ``base`` is a configuration every implementation must accept,
+    towards which a disagreement is made as simple as it stays."""
+
+    wide: Callable[[Any], Knobs]
+    base: Any
+    found: dict[tuple[object, ...], Divergence] = field(default_factory=dict)
+    failed_at: list[Knobs] = field(default_factory=list)
+
+    def offered(self, config: Any) -> bool:
+        """Whether ``config`` may be offered: it has not all the knob values of one the implementation failed at."""
+        knobs = set(self.wide(config))
+        return not any(set(failed) <= knobs for failed in self.failed_at)
+
+    def kept(self, stop: Divergence | Unshrinkable, config: Any, offer: Callable[[Any], Divergence | None]) -> bool:
+        """Keep a configuration finding (``offer`` offers a configuration to both again, to make a
+        new kind's as simple as it stays); False when ``stop`` is not one, and must be raised."""
+        divergence = stop.fault if isinstance(stop, Unshrinkable) else stop
+        if isinstance(divergence, Fault):
+            knobs = self.wide(config)
+            if not knobs:
+                return False
+            self.failed_at.append(knobs)
+            self.found.setdefault((divergence.clauses, knobs), divergence)
+            return True
+        kind = kind_of(divergence)
+        if kind not in self.found:
+            self.found[kind] = simplest(divergence, config, self.base, offer)
+        return True
+
+    def findings(self) -> list[Divergence]:
+        return list(self.found.values())
+
+
+def kind_of(disagreement: Divergence) -> tuple[object, ...]:
+    """A disagreement's kind: which way it goes (the spec's answer) and the clauses it names."""
+    return (disagreement.expected, disagreement.clauses)
+
+
+def simplest(disagreement: Divergence, config: Any, base: Any, offer: Callable[[Any], Divergence | None]) -> Divergence:
+    """The disagreement with each knob set to ``base``'s in turn, wherever the same kind stays: the
+    knobs it keeps are those it depends on. ``offer`` gives what offering a configuration to both
+    raised, or None; a fault on the way ends the search (if it is one to report, the examples
+    meet it again)."""
+    kind = kind_of(disagreement)
+    for knob in (f.name for f in fields(config)):
+        simpler = replace(config, **{knob: getattr(base, knob)})
+        if simpler == config:
+            continue
+        try:
+            again = offer(simpler)
+        except Unshrinkable:
+            return disagreement
+        if isinstance(again, Fault):
+            return disagreement
+        if again is not None and kind_of(again) == kind:
+            config, disagreement = simpler, again
+    return disagreement

@@ -1,0 +1,79 @@
+"""Hand-made implementations that read configurations as popular library caches do, and are
+otherwise correct: each is the gallery's canonical LRU, FIFO and S3FIFO
+(conformance/galleries/mutants.py) with one way of taking a configuration, to test that a
+configuration finding does not end the certification (docs/certification.md, "Configuration
+findings"). ``python:tests/handmade/configuration_mistakes.py:NAME``."""
+
+import time
+
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused
+from kvspec.conformance.galleries.mutants import CanonicalS3FIFO, LruInsteadOfS3FIFO
+
+LARGE = 2**40  # blocks past what these caches can hold
+
+
+class AcceptsCapacity0(CanonicalS3FIFO):
+    """Accepts capacity 0 and then fails on every insert, as cachetools 8.0.2's LRUCache(maxsize=0)
+    does (cachetools/__init__.py:65, Cache.__setitem__: ``if maxsize < 1: raise ValueError("value
+    too large")``): breaks REPLAY-CONF-1."""
+
+    name = "accepts-capacity-0"
+
+    def configure(self, config: AdapterConfig) -> None:
+        if config.capacity == 0 and config.policy != "s3fifo":
+            super().configure(AdapterConfig(config.policy, 1, config.block_size, config.small_ratio, config.max_freq))
+            self.main_cap = -1  # as cachetools keeps maxsize 0: every insert fails
+            return
+        super().configure(config)
+
+    def access(self, hash_ids: list[int]) -> None:
+        if self.main_cap < 0:
+            raise ValueError("value too large")
+        super().access(hash_ids)
+
+
+class Refuses32BitCapacities(CanonicalS3FIFO):
+    """Refuses a capacity above 2^32 - 1, as issue 28 found npm lru-cache doing (it sizes its
+    arrays by max): breaks REPLAY-CONF-1, which accepts every capacity up to 2^63 - 1."""
+
+    name = "refuses-32-bit-capacities"
+
+    def configure(self, config: AdapterConfig) -> None:
+        if type(config.capacity) is int and config.capacity > 2**32 - 1:
+            raise ConfigRefused("invalid max value")
+        super().configure(config)
+
+
+class HangsAtLargeCapacities(CanonicalS3FIFO):
+    """Hangs at configure when the capacity is past 2^40 blocks, as issue 28 found pylru doing at
+    2^63 - 1 (it links its whole list of nodes in its constructor)."""
+
+    name = "hangs-at-large-capacities"
+
+    def configure(self, config: AdapterConfig) -> None:
+        if type(config.capacity) is int and config.capacity > LARGE:
+            time.sleep(3600)
+        super().configure(config)
+
+
+class HangsAtLargeCapacitiesAndIsLru(LruInsteadOfS3FIFO, HangsAtLargeCapacities):
+    """Hangs as HangsAtLargeCapacities does, and runs LRU when asked for S3FIFO: a behaviour the
+    certification must still find (S3-ACCESS-4) once the hang is reported."""
+
+    name = "hangs-at-large-capacities-and-is-lru"
+
+
+def accepts_capacity_0() -> CanonicalS3FIFO:
+    return AcceptsCapacity0()
+
+
+def refuses_32_bit_capacities() -> CanonicalS3FIFO:
+    return Refuses32BitCapacities()
+
+
+def hangs_at_large_capacities() -> CanonicalS3FIFO:
+    return HangsAtLargeCapacities()
+
+
+def hangs_at_large_capacities_and_is_lru() -> CanonicalS3FIFO:
+    return HangsAtLargeCapacitiesAndIsLru()
