@@ -9,6 +9,7 @@ import re
 import threading
 import tomllib
 from dataclasses import dataclass
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -132,8 +133,8 @@ class Certification:
             outcome = certify_policy(implementation, policy, self.profile, self.seed, self.pins, dialects[policy])
             outcomes.append(outcome)
             if self.find_dialect and not outcome.conforms and policy != "benefit":
-                searches[policy] = find_dialect(implementation, policy, outcome,
-                                                lambda d, p=policy: certify_policy(implementation, p, self.profile, self.seed, self.pins, d))
+                again = partial(certify_policy, implementation, policy, self.profile, self.seed, self.pins)  # (dialect, failed_at)
+                searches[policy] = find_dialect(implementation, policy, outcome, again)
         return outcomes, searches
 
     def dialects(self, policies: list[str]) -> dict[str, Dialect]:

@@ -17,6 +17,7 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
 from kvspec.conformance.certification.benefit_machine import benefit_machine_for
 from kvspec.conformance.certification.benefit_machine import probe_divergence as benefit_probe_divergence
+from kvspec.conformance.certification.configurations import Knobs
 from kvspec.conformance.certification.faults import Unshrinkable, reset_difference
 from kvspec.conformance.certification.lockstep import Divergence
 from kvspec.conformance.certification.machine import machine_for, probe_divergence
@@ -52,6 +53,7 @@ class Outcome:
     dialect: Dialect = CANONICAL
     examples: int = 0  # how many the machine ran (the probes apart)
     accepted: int = 0  # how many configurations both accepted: the behaviour was certified on them
+    failed_at: tuple[Knobs, ...] = ()  # the whole-domain knob values it failed at configure with, not offered again
 
     @property
     def conforms(self) -> bool:
@@ -68,7 +70,7 @@ class Outcome:
 
 
 def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0,
-                   pins: Pins = Pins(), dialect: Dialect = CANONICAL) -> Outcome:
+                   pins: Pins = Pins(), dialect: Dialect = CANONICAL, failed_at: tuple[Knobs, ...] = ()) -> Outcome:
     """Certify ``implementation`` on ``policy``. Each check that fails (a configuration, the hit
     tokens, the scan's side effects, the queues, the resident count, a fault: each raises from its
     own line) is shrunk on its own, as Hypothesis does for distinct failures.
@@ -79,7 +81,8 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     fresh implementation. An implementation that still fails one way and then another is a finding
     too, never an error of kvspec's. Where the machine found nothing, the probes it cannot be sure
     to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed.
-    DIALECT-7: the reference replays in ``dialect``."""
+    DIALECT-7: the reference replays in ``dialect``. Configurations with the knob values of
+    ``failed_at`` (where an earlier certification saw it fail) are not offered (configurations.py)."""
     implementation = Implementation.of(implementation)
     reset = reset_finding(implementation, policy, pins, dialect)
     fresh = reset is not None
@@ -87,6 +90,7 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         machine = seed(seed_value)(benefit_machine_for(implementation, fresh))
     else:
         machine = seed(seed_value)(machine_for(implementation, policy, pins, fresh, dialect))
+    machine.configurations.failed_at += failed_at
     chosen = settings(
         PROFILES[profile],
         deadline=None,
@@ -118,7 +122,8 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         if probed is not None:
             found.append(finding(probed, []))
     found += [Finding(str(each), "", each, configuration=True) for each in configurations.findings()]
-    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted)
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted,
+                   tuple(configurations.failed_at))
 
 
 @contextmanager

@@ -4,7 +4,8 @@ and the certification goes on with the configurations both accept, so that every
 behaviour is still decided (docs/certification.md, "Configuration findings").
 
 Each kind is reported once: a disagreement by which way it goes and the clauses it names, a
-failure by the clause and the whole-domain knob values it happened at. A configuration with the
+failure by the clause and the whole-domain knob values it happened at (of those that include one
+another, the fewest). A configuration with the
 knob values an implementation failed at is not offered again, so a hang is waited out once for
 each, not on every example. A failure at a configuration with no whole-domain knob (one any cache
 must take) is no configuration finding: it ends the example as any fault does.
@@ -46,12 +47,23 @@ class ConfigurationFindings:
             if not knobs:
                 return False
             self.failed_at.append(knobs)
-            self.found.setdefault((divergence.clauses, knobs), divergence)
+            self.keep_failure(divergence, knobs)
             return True
         kind = kind_of(divergence)
         if kind not in self.found:
             self.found[kind] = simplest(divergence, config, self.base, offer)
         return True
+
+    def keep_failure(self, fault: Fault, knobs: Knobs) -> None:
+        """One failure of each clause for knob values that include one another: the one at the
+        fewest (a hang at capacity 2^63 - 1 alone, not also at capacity 2^63 - 1 with block_size 0)."""
+        related = [kind for kind in self.found if kind[:2] == ("failed", fault.clauses) and
+                   (set(kind[2]) <= set(knobs) or set(kind[2]) >= set(knobs))]  # type: ignore[arg-type]
+        if any(set(kind[2]) <= set(knobs) for kind in related):  # type: ignore[arg-type]
+            return
+        for kind in related:
+            del self.found[kind]
+        self.found[("failed", fault.clauses, knobs)] = fault
 
     def findings(self) -> list[Divergence]:
         return list(self.found.values())

@@ -6,6 +6,11 @@ with the implementation against it: one point for a configuration both treat ali
 request's hit tokens both give alike, one more for each request both answer alike in every check. Replaying a shrunk example costs a few requests, so the search's cost
 is that of the certifications it runs: at most one a variation point added, and one a variation
 point tried out at the end.
+
+A fault (a crash, a hang, a protocol error) is no variation point's: it is never evidence, and
+never waited out again. A search whose only findings are faults ends at once, saying so; the
+configurations an implementation failed at are not offered to it again in the search's
+certifications (configurations.py), and the dialect found leaves them unexplained.
 """
 
 import time
@@ -14,30 +19,56 @@ from dataclasses import dataclass
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterFailure
-from kvspec.conformance.certification.certify import Outcome
+from kvspec.conformance.certification.certify import Finding, Outcome
+from kvspec.conformance.certification.configurations import Knobs
+from kvspec.conformance.certification.faults import Fault
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
 from kvspec.reference.dialects.catalogue import dialect_problem
 
-Certify = Callable[[Dialect], Outcome]
+Certify = Callable[[Dialect, tuple[Knobs, ...]], Outcome]  # a certification against a dialect, not offering those knob values
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the greedy search: from ``dialect``, each candidate's points on each example of
+    the evidence so far (the dialect's own first), the one taken (None: none did better), and
+    whether the implementation then conformed to it."""
+
+    dialect: Dialect
+    scores: tuple[tuple[Dialect, tuple[int, ...]], ...]
+    chosen: Dialect | None
+    conforms: bool | None = None
 
 
 @dataclass(frozen=True)
 class Search:
     """What the search found: the dialect (None when no set of variation points explains the
     implementation), the failing examples that guided it, the certification that closed it (against
-    the dialect found, or the one that failed first), and what it cost."""
+    the dialect found, or the one that failed first), what it cost, the steps it took and the
+    dialects tried out at the end (each with whether it conformed), why it stopped where it found
+    none, and the faults it set aside."""
 
     dialect: Dialect | None
     evidence: tuple[Divergence, ...]
     outcome: Outcome
     certifications: int
     seconds: float
+    steps: tuple[Step, ...] = ()
+    trials: tuple[tuple[Dialect, bool], ...] = ()
+    reason: str = ""
+    faults: tuple[Finding, ...] = ()
 
 
 def examples_of(outcome: Outcome) -> list[Divergence]:
-    """The failing examples an outcome holds: those with a configuration to replay."""
-    return [f.divergence for f in outcome.findings if f.divergence is not None and f.divergence.config is not None]
+    """The failing examples an outcome holds: those with a configuration to replay, and no fault."""
+    return [f.divergence for f in outcome.findings
+            if f.divergence is not None and f.divergence.config is not None and not isinstance(f.divergence, Fault)]
+
+
+def faults_of(outcome: Outcome) -> tuple[Finding, ...]:
+    """What no variation point explains: a crash, a hang, a protocol error, a failure outside every example."""
+    return tuple(f for f in outcome.findings if f.divergence is None or isinstance(f.divergence, Fault))
 
 
 def agreement(implementation: Implementation, dialect: Dialect, example: Divergence) -> int:
@@ -57,8 +88,8 @@ def agreement(implementation: Implementation, dialect: Dialect, example: Diverge
     return points + (lockstep.hits_agreed if lockstep is not None else 0)
 
 
-def score(implementation: Implementation, dialect: Dialect, evidence: list[Divergence]) -> int:
-    return sum(agreement(implementation, dialect, example) for example in evidence)
+def points(implementation: Implementation, dialect: Dialect, evidence: list[Divergence]) -> tuple[int, ...]:
+    return tuple(agreement(implementation, dialect, example) for example in evidence)
 
 
 def with_requirements(dialect: Dialect, variation: str) -> Dialect:
@@ -76,34 +107,46 @@ def candidates(policy: str, dialect: Dialect) -> list[Dialect]:
 
 def find_dialect(implementation: Implementation, policy: str, failed: Outcome, certify: Certify) -> Search:
     """DIALECT-8: from a failed certification, a minimal dialect the implementation conforms to
-    (spec/dialects.md section 6), or None with the failed outcome. A certification against a
-    dialect that failed is followed by one against the canonical spec, where the search starts."""
+    (spec/dialects.md section 6), but for its faults, or None with the failed outcome. A
+    certification against a dialect that failed is followed by one against the canonical spec,
+    where the search starts."""
     started = time.perf_counter()
     runs = 0
     if failed.dialect:
-        failed, runs = certify(CANONICAL), 1
+        failed, runs = certify(CANONICAL, failed.failed_at), 1
         if failed.conforms:
             return Search(CANONICAL, (), failed, runs, time.perf_counter() - started)
+    skipped, faults = failed.failed_at, faults_of(failed)
     evidence = examples_of(failed)
+    if not evidence:
+        return Search(None, (), failed, runs, time.perf_counter() - started, faults=faults,
+                      reason="its only findings are faults (a crash, a hang, a protocol error), which no variation point explains")
     dialect: Dialect = CANONICAL
     tried = {dialect}  # each dialect is certified once at most, so the search ends
+    steps: list[Step] = []
     while True:
-        scores = {d: score(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)] if d == dialect or d not in tried}
-        best = max(scores, key=scores.__getitem__)  # the first of the best, in catalogue order (DIALECT-8)
+        scores = {d: points(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)] if d == dialect or d not in tried}
+        best = max(scores, key=lambda d: sum(scores[d]))  # the first of the best, in catalogue order (DIALECT-8)
         if best == dialect:  # no variation point gets the failing examples further
-            return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started)
-        dialect = best
-        tried.add(dialect)
-        outcome = certify(dialect)
+            steps.append(Step(dialect, tuple(scores.items()), None))
+            return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started, tuple(steps), faults=faults,
+                          reason="no variation point gets its failing examples further")
+        tried.add(best)
+        outcome = certify(best, skipped)
         runs += 1
-        if outcome.conforms:
+        skipped, faults = outcome.failed_at, faults + faults_of(outcome)
+        steps.append(Step(dialect, tuple(scores.items()), best, settled(outcome)))
+        dialect = best
+        if settled(outcome):
             break
-        fresh = examples_of(outcome)
-        if not fresh:  # a failure with no example to replay (a fault outside every example)
-            return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started)
-        evidence += fresh
-    dialect, outcome, runs = minimised(policy, dialect, outcome, certify, runs)
-    return Search(dialect, tuple(evidence), outcome, runs, time.perf_counter() - started)
+        evidence += examples_of(outcome)
+    dialect, outcome, runs, trials = minimised(policy, dialect, outcome, lambda d: certify(d, skipped), runs)
+    return Search(dialect, tuple(evidence), outcome, runs, time.perf_counter() - started, tuple(steps), tuple(trials), faults=faults)
+
+
+def settled(outcome: Outcome) -> bool:
+    """Whether the dialect explains every finding: what is left, if anything, is faults, which no dialect explains."""
+    return not examples_of(outcome)
 
 
 def without(dialect: Dialect, variation: str) -> Dialect:
@@ -111,11 +154,14 @@ def without(dialect: Dialect, variation: str) -> Dialect:
     return frozenset(v for v in dialect if v != variation and variation not in VARIATIONS[v].requires)
 
 
-def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Certify, runs: int) -> tuple[Dialect, Outcome, int]:
+def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Callable[[Dialect], Outcome],
+              runs: int) -> tuple[Dialect, Outcome, int, list[tuple[Dialect, bool]]]:
     """Step 4: each variation point taken out in turn, the last in catalogue order first, and left
-    out where the implementation still conforms; again until a whole pass leaves none out, so that
-    none of those that remain can be. The dialect, its conforming certification, and the runs so far."""
+    out where the implementation still conforms (but for faults); again until a whole pass leaves
+    none out, so that none of those that remain can be. The dialect, its conforming certification,
+    the runs so far, and each dialect tried with whether it conformed."""
     certified = {dialect}
+    trials = []
     while True:
         for variation in reversed(in_catalogue_order(dialect)):
             smaller = without(dialect, variation)
@@ -124,11 +170,12 @@ def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Certify,
             certified.add(smaller)
             trial = certify(smaller)
             runs += 1
-            if trial.conforms:
+            trials.append((smaller, settled(trial)))
+            if settled(trial):
                 dialect, outcome = smaller, trial
                 break
         else:
-            return dialect, outcome, runs
+            return dialect, outcome, runs, trials
 
 
 def described(dialect: Dialect) -> str:

@@ -63,9 +63,9 @@ class Failure(BaseModel):
     message: str = Field(description="the failure as kvspec printed it: the clause, the request, what went wrong (PROTO-15, PROTO-30)")
     request: int = Field(ge=0, le=INT64_MAX, description="1-based request number (for the benefit policy, operation number); 0 means the "
                          "configuration itself")
-    expected: str = Field(description="what the spec gives at that request, as Python writes it (repr); empty for a failure outside "
-                          "every example")
-    actual: str = Field(description="what the implementation gave, as Python writes it (repr); empty for a failure outside every example")
+    expected: str = Field(description="what the spec gives at that request, as the protocol's JSON writes it (a count, a snapshot, a "
+                          "benefit reply or state; \"accepted\" or \"refused\" for a configuration); empty for a fault")
+    actual: str = Field(description="what the implementation gave, as the protocol's JSON writes it; empty for a fault")
     config: dict[str, str | int | float] | None = Field(description="the configuration of the shrunk counterexample (PROTO-7's fields, or "
                                                         "the benefit policy's PROTO-20 knobs), or null where none was built")
     trace_file: str | None = Field(description="the shrunk trace as Mooncake JSON lines, or the benefit policy's shrunk operations as a "
@@ -76,6 +76,48 @@ class Failure(BaseModel):
     configuration: bool = Field(False, description="a configuration finding: a configuration the implementation and the spec disagree "
                                 "on (one accepts it, the other refuses it), or one it failed at, whose whole-domain knob values were then "
                                 "not offered again; the certification went on with the configurations both accept")
+
+
+class Example(BaseModel):
+    """One failing example of the dialect search's evidence: a shrunk counterexample it replays against each candidate."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    clauses: list[str] = Field(description="the clauses its finding names")
+    message: str = Field(description="its finding, as kvspec printed it")
+    config: dict[str, str | int | float] = Field(description="its configuration (PROTO-7's fields)")
+    requests: list[tuple[list[int], int]] = Field(description="its requests, each [hash_ids, input_length]; none for a configuration")
+
+
+class Candidate(BaseModel):
+    """A dialect the search scored, and how far each example got against it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    dialect: list[str] = Field(description="its variation points, in spec/dialects.md's order")
+    points: list[int] = Field(description="for each example of the evidence so far, in order: 1 for a configuration both treat alike, "
+                              "1 for each request's hit tokens both give alike, 1 more for each request both answer alike in every check")
+
+
+class Step(BaseModel):
+    """One greedy step of the search (spec/dialects.md section 6, DIALECT-8)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    dialect: list[str] = Field(description="the dialect the step starts from")
+    candidates: list[Candidate] = Field(description="that dialect first, then each candidate one variation point beyond it")
+    chosen: list[str] | None = Field(description="the candidate taken, the first of the highest total; null when none does better than "
+                                     "the dialect itself, and the search stops")
+    conforms: bool | None = Field(description="whether the implementation then conformed to the candidate taken; null when none was")
+
+
+class Trial(BaseModel):
+    """A dialect the search tried at the end, one variation point fewer (step 4)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    dialect: list[str] = Field(description="its variation points")
+    conforms: bool = Field(description="whether the implementation conformed to it (it then replaces the dialect found)")
 
 
 class FoundDialect(BaseModel):
@@ -93,6 +135,12 @@ class FoundDialect(BaseModel):
     certifications: int = Field(ge=0, description="the certifications the search ran after the first (one for each variation point added, "
                                 "and one for each tried out at the end)")
     seconds: float = Field(ge=0, description="the search's wall-clock time, the first certification excluded")
+    reason: str = Field("", description="why the search stopped without a dialect; empty when it found one")
+    evidence: list[Example] = Field(default_factory=list, description="the failing examples that guided it, in the order met")
+    steps: list[Step] = Field(default_factory=list, description="each greedy step, with every candidate's points on the evidence")
+    trials: list[Trial] = Field(default_factory=list, description="the dialects tried at the end, each one variation point fewer")
+    unexplained: list[str] = Field(default_factory=list, description="the faults it set aside (a crash, a hang, a protocol error): no "
+                                   "variation point explains them, and their configurations were not offered again in its certifications")
 
 
 class PolicyVerdict(BaseModel):
@@ -350,7 +398,15 @@ def found_dialect(search: Search) -> FoundDialect:
     return FoundDialect(dialect=None if search.dialect is None else in_catalogue_order(search.dialect),
                         replaces=[] if search.dialect is None else replaced_clauses(search.dialect), failing_examples=len(search.evidence),
                         examples_agreed=0 if search.dialect is None else search.outcome.examples,
-                        certifications=search.certifications, seconds=round(search.seconds, 1))
+                        certifications=search.certifications, seconds=round(search.seconds, 1), reason=search.reason,
+                        evidence=[Example(clauses=list(e.clauses), message=str(e), config=dict(vars(e.config)) if e.config else {},
+                                          requests=[(list(h), n) for h, n in e.trace]) for e in search.evidence],
+                        steps=[Step(dialect=in_catalogue_order(step.dialect),
+                                    candidates=[Candidate(dialect=in_catalogue_order(d), points=list(p)) for d, p in step.scores],
+                                    chosen=None if step.chosen is None else in_catalogue_order(step.chosen), conforms=step.conforms)
+                               for step in search.steps],
+                        trials=[Trial(dialect=in_catalogue_order(d), conforms=c) for d, c in search.trials],
+                        unexplained=[fault.message for fault in search.faults])
 
 
 def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
@@ -438,13 +494,17 @@ def found_line(found: FoundDialect) -> str:
     """DIALECT-8, as the report says it."""
     cost = (f"{'found' if found.dialect else 'searched'} from {plural(found.failing_examples, 'failing example')} with "
             f"{plural(found.certifications, 'more certification')} in {found.seconds:.1f} s")
+    unexplained = (f"; but for {plural(len(found.unexplained), 'fault')} of its own, which no variation point explains, and whose "
+                   "configurations its certifications did not offer again" if found.unexplained else "")
     if found.dialect == []:
         return f"It conforms to the canonical spec, which was certified again ({cost})."
+    if found.dialect is None and not found.evidence:
+        return f"The dialect search did not run: {found.reason}."
     if found.dialect is None:
-        return (f"The search found no set of variation points of spec/dialects.md that explains it ({cost}; the search is greedy, so "
-                "one may exist that it did not reach); its first failure is where it departs from the spec.")
+        return (f"The search found no set of variation points of spec/dialects.md that explains it ({found.reason}; {cost}; the search "
+                f"is greedy, so one may exist that it did not reach{unexplained}); its first failure is where it departs from the spec.")
     return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect, "
-            f"agreeing on all {found.examples_agreed} examples of its last certification ({cost}).")
+            f"agreeing on all {found.examples_agreed} examples of its last certification ({cost}{unexplained}).")
 
 
 def clause_line(failure: Failure) -> str:

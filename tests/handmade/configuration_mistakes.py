@@ -77,3 +77,18 @@ def hangs_at_large_capacities() -> CanonicalS3FIFO:
 
 def hangs_at_large_capacities_and_is_lru() -> CanonicalS3FIFO:
     return HangsAtLargeCapacitiesAndIsLru()
+
+
+class HangsAtLargeCapacitiesFloorsSmallCap(HangsAtLargeCapacities):
+    """Hangs as HangsAtLargeCapacities does, and sizes S by truncation, as libCacheSim does
+    (S3-DIALECT-1, small-cap-floor): a dialect the search must still find, without waiting the
+    hang out again."""
+
+    name = "hangs-at-large-capacities-floors-small-cap"
+
+    def small_cap_for(self, capacity: int, small_ratio: float) -> int:
+        return int(capacity * small_ratio)
+
+
+def hangs_at_large_capacities_floors_small_cap() -> CanonicalS3FIFO:
+    return HangsAtLargeCapacitiesFloorsSmallCap()
