@@ -280,7 +280,7 @@ def test_PROTO_7_a_configure_that_does_not_reset_is_found_deterministically() ->
     (finding,) = outcome.findings
     assert finding.message.startswith("PROTO-7: configure does not reset the implementation: configured twice with "), finding.message
     # The first run's blocks are still there: its request 1 [1, 2, 3] hits all three, and missed them the first time.
-    assert "it answered request 1 with (3, " in finding.message and finding.message.endswith(" the first")
+    assert 'it answered request 1 with {"hit_tokens": 3, ' in finding.message and finding.message.endswith(" the first")
 
 
 class Flaky(ReferenceAdapter):

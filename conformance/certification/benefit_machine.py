@@ -483,7 +483,8 @@ class BenefitMachine(RuleBasedStateMachine):
         self.agree(lambda: ["BEN-REMOVE-1", "BEN-CAP-4"], expected, actual)
 
 
-def probe_divergence(implementation: Implementation, configurations: ConfigurationFindings | None = None) -> Divergence | None:
+def probe_divergence(implementation: Implementation, configurations: ConfigurationFindings | None = None,
+                     behaviour: bool = True, fresh: bool = False) -> Divergence | None:
     """The probes, in order, on the running implementation (a fresh one after a failure): WIDE_ALONE,
     every one; then, where a count is 257 (just above the ints CPython keeps one object for), a
     ghost table overflowed, a threshold reached and an offer of that many segments; an offer that
@@ -493,8 +494,9 @@ def probe_divergence(implementation: Implementation, configurations: Configurati
     Divergence (a Fault where the implementation failed), or None. Drawn in the examples, some
     would go unmet in a quick run, and each would make every example dearer to draw and shrink;
     sent after the machine, they cost nothing to an implementation it has already caught. Configuration
-    findings go to ``configurations``, and the probes go on."""
-    machine_class = benefit_machine_for(implementation)
+    findings go to ``configurations``, and the probes go on; without ``behaviour``, only WIDE_ALONE
+    is offered (the machine has found the behaviour wanting already)."""
+    machine_class = benefit_machine_for(implementation, fresh)  # a fresh implementation for each configuration, if ``fresh``
     if configurations is not None:
         machine_class.configurations = configurations
     machine = machine_class()
@@ -502,6 +504,8 @@ def probe_divergence(implementation: Implementation, configurations: Configurati
     try:
         for probe in WIDE_ALONE:
             machine.configure(probe)
+        if not behaviour:
+            return None
         machine.configure(replace(BenefitConfig(), ghost_capacity=ABOVE_SMALL_INTS))
         machine.fill_ghosts()
         machine.configure(replace(BenefitConfig(), persistence_hit_threshold=ABOVE_SMALL_INTS))

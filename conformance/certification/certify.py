@@ -80,7 +80,8 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     implementation so that the other findings replay. A failing example is always replayed on a
     fresh implementation. An implementation that still fails one way and then another is a finding
     too, never an error of kvspec's. Where the machine found nothing, the probes it cannot be sure
-    to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed.
+    to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed;
+    where it found something, the probes' configurations still are, for the findings they make.
     DIALECT-7: the reference replays in ``dialect``. Configurations with the knob values of
     ``failed_at`` (where an earlier certification saw it fail) are not offered (configurations.py)."""
     implementation = Implementation.of(implementation)
@@ -116,11 +117,11 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         found += [finding(each, reported) for each in failures]
     rate = machine.examples / (time.perf_counter() - started)
     configurations = machine.configurations
-    if not found:
-        probed = (benefit_probe_divergence(implementation, configurations) if policy == "benefit"
-                  else probe_divergence(implementation, policy, pins, dialect, configurations))
-        if probed is not None:
-            found.append(finding(probed, []))
+    behaviour = not found  # the probes of the behaviour only where the machine found nothing; of the configurations, always
+    probed = (benefit_probe_divergence(implementation, configurations, behaviour, fresh) if policy == "benefit"
+              else probe_divergence(implementation, policy, pins, dialect, configurations, behaviour, fresh))
+    if probed is not None:
+        found.append(finding(probed, []))
     found += [Finding(str(each), "", each, configuration=True) for each in configurations.findings()]
     return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted,
                    tuple(configurations.failed_at))

@@ -500,6 +500,10 @@ def from_state(variant: CanonicalS3FIFO, config: AdapterConfig, before: Snapshot
     return variant.snapshot()
 
 
+def entries(count: int) -> str:
+    return f"{count} {'entry' if count == 1 else 'entries'}"
+
+
 def queue_difference(expected: Snapshot, actual: Snapshot) -> str:
     """Where each differing queue first differs, head first: short enough to read for any cache size."""
     parts = []
@@ -507,6 +511,6 @@ def queue_difference(expected: Snapshot, actual: Snapshot) -> str:
         want, got = getattr(expected, name), getattr(actual, name)
         if want != got:
             i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
-            at = lambda queue: repr(queue[i]) if i < len(queue) else "the end of the queue"  # noqa: E731
-            parts.append(f"{name}[{i}] is {at(got)}, expected {at(want)} ({len(got)} entries, expected {len(want)})")
+            at = lambda queue: json.dumps(queue[i]) if i < len(queue) else "the end of the queue"  # noqa: E731
+            parts.append(f"{name}[{i}] is {at(got)}, expected {at(want)} ({entries(len(got))}, expected {len(want)})")
     return "; ".join(parts)

@@ -133,14 +133,18 @@ def probes(policy: str, pins: Pins = Pins(), non_finite: bool = False) -> list[P
 
 
 def probe_divergence(implementation: Implementation, policy: str, pins: Pins = Pins(), dialect: Dialect = CANONICAL,
-                     configurations: ConfigurationFindings | None = None) -> Divergence | None:
-    """The probes, in order, on the running implementation (a fresh one after a failure): the first
-    Divergence of the behaviour (a Fault where the implementation failed), or None. Configuration
-    findings go to ``configurations``, and the probes go on."""
+                     configurations: ConfigurationFindings | None = None, behaviour: bool = True, fresh: bool = False) -> Divergence | None:
+    """The probes, in order, on the running implementation (a fresh one after a failure, or for
+    each if ``fresh``): the first Divergence of the behaviour (a Fault where the implementation
+    failed), or None. Configuration findings go to ``configurations``, and the probes go on.
+    Without ``behaviour``, only the configurations are offered (the machine has found the behaviour
+    wanting already)."""
     configurations = configurations or configuration_findings(policy, pins)
     for probe in probes(policy, pins, implementation.in_process):
+        if probe.requests and not behaviour:
+            continue
         try:
-            send(implementation, probe, dialect, pins, configurations)
+            send(implementation, probe, dialect, pins, configurations, fresh)
         except Unshrinkable as stop:
             return stop.fault
         except Divergence as divergence:
@@ -148,11 +152,12 @@ def probe_divergence(implementation: Implementation, policy: str, pins: Pins = P
     return None
 
 
-def send(implementation: Implementation, probe: Probe, dialect: Dialect, pins: Pins, configurations: ConfigurationFindings) -> None:
+def send(implementation: Implementation, probe: Probe, dialect: Dialect, pins: Pins, configurations: ConfigurationFindings,
+         fresh: bool = False) -> None:
     """Offer the probe's configuration to both, and its requests if both accept it."""
     if not configurations.offered(probe.config):
         return
-    lockstep = located_lockstep(implementation, probe.config, dialect)
+    lockstep = located_lockstep(implementation, probe.config, dialect, fresh)
     if configured(implementation, lockstep, configurations):
         for hash_ids in pins.split(probe.requests):
             lockstep.request(list(hash_ids), len(hash_ids))

@@ -159,9 +159,10 @@ class PolicyVerdict(BaseModel):
         "was neither shown broken nor checked throughout"
     )
     failures: list[Failure] = Field(description="one shrunk counterexample for each check that failed, the earliest first")
-    behaviour: Literal["conforms", "does not conform", "not certified"] = Field(
-        description="the verdict on the requests (or operations) alone, on the configurations both accepted: it conforms when every "
-        "failure is a configuration finding; not certified when no configuration was accepted by both")
+    behaviour: Literal["conforms", "does not conform", "not certified"] | None = Field(
+        None, description="the verdict on the requests (or operations) alone, on the configurations both accepted: it conforms when "
+        "every failure is a configuration finding; not certified when no configuration was accepted by both; null in a report of a "
+        "kvspec that did not yet tell the behaviour apart (a configuration finding then ended the run)")
     found: FoundDialect | None = Field(default=None, description="with --find-dialect, when the policy does not conform: the dialect "
                                        "found for it (DIALECT-8)")
 

@@ -4,7 +4,10 @@ otherwise correct: each is the gallery's canonical LRU, FIFO and S3FIFO
 configuration finding does not end the certification (docs/certification.md, "Configuration
 findings"). ``python:tests/handmade/configuration_mistakes.py:NAME``."""
 
+import json
+import os
 import time
+from dataclasses import asdict
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO, LruInsteadOfS3FIFO
@@ -52,15 +55,11 @@ class HangsAtLargeCapacities(CanonicalS3FIFO):
 
     def configure(self, config: AdapterConfig) -> None:
         if type(config.capacity) is int and config.capacity > LARGE:
+            if "KVSPEC_HANGS" in os.environ:  # a file to list the hangs in
+                with open(os.environ["KVSPEC_HANGS"], "a") as hangs:
+                    hangs.write(json.dumps(asdict(config)) + "\n")
             time.sleep(3600)
         super().configure(config)
-
-
-class HangsAtLargeCapacitiesAndIsLru(LruInsteadOfS3FIFO, HangsAtLargeCapacities):
-    """Hangs as HangsAtLargeCapacities does, and runs LRU when asked for S3FIFO: a behaviour the
-    certification must still find (S3-ACCESS-4) once the hang is reported."""
-
-    name = "hangs-at-large-capacities-and-is-lru"
 
 
 def accepts_capacity_0() -> CanonicalS3FIFO:
@@ -73,10 +72,6 @@ def refuses_32_bit_capacities() -> CanonicalS3FIFO:
 
 def hangs_at_large_capacities() -> CanonicalS3FIFO:
     return HangsAtLargeCapacities()
-
-
-def hangs_at_large_capacities_and_is_lru() -> CanonicalS3FIFO:
-    return HangsAtLargeCapacitiesAndIsLru()
 
 
 class HangsAtLargeCapacitiesFloorsSmallCap(HangsAtLargeCapacities):
@@ -92,3 +87,13 @@ class HangsAtLargeCapacitiesFloorsSmallCap(HangsAtLargeCapacities):
 
 def hangs_at_large_capacities_floors_small_cap() -> CanonicalS3FIFO:
     return HangsAtLargeCapacitiesFloorsSmallCap()
+
+
+class Refuses32BitCapacitiesAndIsLru(LruInsteadOfS3FIFO, Refuses32BitCapacities):
+    """Refuses as Refuses32BitCapacities does, and runs LRU when asked for S3FIFO: both findings."""
+
+    name = "refuses-32-bit-capacities-and-is-lru"
+
+
+def refuses_32_bit_capacities_and_is_lru() -> CanonicalS3FIFO:
+    return Refuses32BitCapacitiesAndIsLru()

@@ -1,0 +1,105 @@
+"""Configuration findings (docs/certification.md, "Configuration findings"): a configuration the
+implementation and the spec disagree on, or one it hangs at, is reported once for each kind, and
+the certification goes on with the configurations both accept, so that every clause of the
+behaviour is decided; the dialect search never waits a fault out (DIALECT-8). Each certification
+runs as `kvspec certify --report`, as a user runs it (tests/support.py certify_report says why)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kvspec.adapters.interface import AdapterConfig
+from kvspec.conformance.certification.configurations import Knobs
+from kvspec.conformance.certification.machine import wide_knobs
+from kvspec.conformance.certification.report import PolicyVerdict, Report
+
+HANDMADE = Path(__file__).resolve().parent / "handmade" / "configuration_mistakes.py"
+
+
+def certified(tmp_path: Path, mistake: str, policy: str, *args: str) -> tuple[str, PolicyVerdict]:
+    """`kvspec certify` of one of tests/handmade/configuration_mistakes.py, its deadline 0.3 s: the console and the policy's verdict."""
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", f"python:{HANDMADE}:{mistake}",
+                          "--policy", policy, "--reply-timeout", "0.3", "--report", str(tmp_path / "report"), *args],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "KVSPEC_CONTRACTS": "0", "KVSPEC_HANGS": str(tmp_path / "hangs")})
+    assert run.returncode == 3, run.stdout + run.stderr
+    (verdict,) = Report.model_validate_json((tmp_path / "report" / "report.json").read_text()).policies
+    return run.stdout, verdict
+
+
+def hangs(tmp_path: Path) -> list[Knobs]:
+    """The whole-domain knob values of each configuration the implementation hung at, in order."""
+    lines = (tmp_path / "hangs").read_text().splitlines() if (tmp_path / "hangs").exists() else []
+    return [wide_knobs(AdapterConfig(**json.loads(line))) for line in lines]
+
+
+def waited_out_once_each(hung: list[Knobs]) -> bool:
+    """No hang at knob values that include those of an earlier one: those are never offered again."""
+    return bool(hung) and not any(set(earlier) <= set(later) for n, later in enumerate(hung) for earlier in hung[:n])
+
+
+def test_a_configuration_finding_leaves_every_clause_of_the_behaviour_decided(tmp_path: Path) -> None:
+    """An LRU that accepts capacity 0 (REPLAY-CONF-1 refuses it), as cachetools does, and is
+    otherwise right: one finding, REPLAY-CONF-1 fails, every other clause passes, and its
+    behaviour conforms on the configurations both accept; a variation point explains it."""
+    stdout, verdict = certified(tmp_path, "accepts_capacity_0", "lru")
+    assert not verdict.conforms and verdict.behaviour == "conforms" and [f.configuration for f in verdict.failures] == [True]
+    assert verdict.failures[0].message.startswith('REPLAY-CONF-1: the configuration {"policy": "lru", "capacity": 0, "block_size": 1, ')
+    clauses = dict(verdict.clauses)
+    assert clauses.pop("REPLAY-CONF-1") == "fail" and set(clauses.values()) == {"pass"}
+    assert "lru: DOES NOT CONFORM: 1 configuration finding; the behaviour, on the configurations both accept, conforms" in stdout
+    assert "(--find-dialect searches" in stdout  # capacity-0-empty (REPLAY-DIALECT-1) accepts it
+
+
+def test_a_behaviour_found_after_a_configuration_finding_is_reported_beside_it(tmp_path: Path) -> None:
+    """Capacities above 2^32 - 1 refused, and LRU run where S3FIFO is asked for: the configuration
+    finding (in the protocol's JSON, naming the knob) and the behaviour's (S3-ACCESS-4), both;
+    the next steps name --max-capacity, and --find-dialect for the behaviour."""
+    stdout, verdict = certified(tmp_path, "refuses_32_bit_capacities_and_is_lru", "s3fifo")
+    parts = {f.configuration: f for f in verdict.failures}
+    assert parts[True].clauses == ["REPLAY-CONF-1"] and parts[False].clauses[0] == "S3-ACCESS-4", stdout
+    assert "AdapterConfig(" not in stdout and "and refuses it with capacity 9223372036854775807 alone" in parts[True].message
+    assert verdict.behaviour == "does not conform" and verdict.clauses["S3-ACCESS-4"] == "fail"
+    assert "--max-capacity N certifies it with at most N blocks" in stdout and "(--find-dialect searches" in stdout
+
+
+def test_the_next_steps_leave_out_the_dialect_search_where_no_variation_point_explains(tmp_path: Path) -> None:
+    stdout, verdict = certified(tmp_path, "refuses_32_bit_capacities", "lru")
+    assert verdict.behaviour == "conforms" and "--max-capacity N" in stdout and "--find-dialect" not in stdout
+
+
+def test_a_hang_at_configure_is_reported_once_for_its_knob_values_and_not_waited_out_again(tmp_path: Path) -> None:
+    """PROTO-15 at capacity 2^63 - 1, as pylru's whole list: one finding for those knob values,
+    which no later example or probe offers again; the behaviour is still certified, and the next
+    steps name --max-capacity, never --find-dialect."""
+    stdout, verdict = certified(tmp_path, "hangs_at_large_capacities", "lru")
+    assert [f.clauses for f in verdict.failures] == [["PROTO-15"]] * len(verdict.failures) and verdict.failures[0].configuration
+    assert waited_out_once_each(hangs(tmp_path)), hangs(tmp_path)
+    assert '"capacity": 9223372036854775807' in verdict.failures[0].message and verdict.behaviour == "conforms"
+    assert "--max-capacity N" in stdout and "--find-dialect" not in stdout
+
+
+def test_the_dialect_search_of_faults_alone_ends_at_once(tmp_path: Path) -> None:
+    """DIALECT-8: no variation point explains a hang: no certification is run to look for one."""
+    stdout, verdict = certified(tmp_path, "hangs_at_large_capacities", "lru", "--find-dialect")
+    assert verdict.found is not None and verdict.found.dialect is None and verdict.found.certifications == 0
+    assert "The dialect search did not run: its only findings are faults" in stdout and waited_out_once_each(hangs(tmp_path))
+
+
+def test_the_dialect_search_never_waits_a_fault_out_and_records_its_evidence(tmp_path: Path) -> None:
+    """An S3FIFO that floors small_cap (small-cap-floor) and hangs at large capacities: the search
+    finds the dialect, waits out each hang's knob values once in all its certifications, and the
+    report holds the evidence, every candidate's points on it, and the hangs it set aside."""
+    stdout, verdict = certified(tmp_path, "hangs_at_large_capacities_floors_small_cap", "s3fifo", "--find-dialect")
+    found = verdict.found
+    assert found is not None and found.dialect == ["small-cap-floor"], stdout
+    assert waited_out_once_each(hangs(tmp_path)), hangs(tmp_path)  # in the search's certifications too
+    assert found.unexplained and all("PROTO-15" in u for u in found.unexplained)
+    assert len(found.evidence) == found.failing_examples > 0 and all(e.clauses and e.config for e in found.evidence)
+    first = found.steps[0]
+    assert first.dialect == [] and first.chosen == ["small-cap-floor"] and first.conforms
+    assert all(len(c.points) == found.failing_examples for c in first.candidates)
+    assert max(first.candidates, key=lambda c: sum(c.points)).dialect == first.chosen
+    assert "but for" in stdout and "Dialect found: small-cap-floor" in stdout
