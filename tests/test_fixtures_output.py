@@ -252,3 +252,28 @@ def test_FIX_4_a_canonical_replay_runs_no_line_that_cites_a_dialect_or_another_p
         policy, ran = json.loads(line)
         assert {"REPLAY-PREFIX-3", "REPLAY-ACCESS-1", ADMITS[policy]} <= set(ran)  # it ran
         assert set(ran) - spec_clauses("replay.md") - spec_clauses(f"{policy}.md") == set(), policy
+
+
+def test_FIX_13_the_caret_marks_the_first_field_that_differs_in_each_message() -> None:
+    """Where the two messages part is not always that field: 1.0 and 1 are the same double but not
+    the same text, so each message gets its own caret; a field one message lacks is marked where
+    it would be written."""
+    from kvspec.conformance.fixtures.runner import Difference
+    from kvspec.conformance.fixtures.verdicts import marked
+
+    parted = Difference("operation 1 (benefit_state)", {"a": 1.0, "b": [1, 2]}, {"a": 1, "b": [1, 3]})
+    assert str(parted).endswith("; the first difference is at b[1]")
+    expected, under_expected, got, under_got = marked(parted)
+    assert expected[len(under_expected) - 1] == "2" and got[len(under_got) - 1] == "3" and under_expected != under_got
+    lacking = Difference("request 1: snapshot", {"ghost": [], "main": [[1, 0]], "small": []}, {"ghost": [], "small": []})
+    expected, got, under = marked(lacking)  # one caret: the field's name, and where it would be
+    assert str(lacking).endswith("at main") and expected[len(under) - 1 :].startswith('"main"') and got[len(under) - 1 :].startswith('"small"')
+
+
+def test_FIX_13_what_an_implementation_sent_is_printed_escaped() -> None:
+    """A refusal's reason with a terminal's control sequences and a line separator: ASCII JSON."""
+    from kvspec.conformance.fixtures.runner import Difference
+    from kvspec.conformance.fixtures.verdicts import marked
+
+    hostile = Difference("the configuration", {"ok": True}, {"ok": False, "refused": "\x1b[2K\x1b[1A\r\u2028\x9b done"})
+    assert all(line.isascii() and line.isprintable() for line in [str(hostile), *marked(hostile)])
