@@ -266,11 +266,14 @@ def replayed(
         if add is not None:
             add(RequestResult(hit_tokens=hit, prompt_tokens=record.input_length))
     s3fifo = config.policy == "s3fifo"
+    max_freq = config.max_freq if s3fifo else None
+    if "freq-unsaturated" in config.dialect:  # the clause cited below, where only that dialect runs (FIX-4)
+        max_freq = None  # S3-DIALECT-13: none is used
     return Replayed(
         policy=config.policy,
         block_size=config.block_size,
         small_ratio=config.small_ratio if s3fifo else None,
-        max_freq=config.max_freq if s3fifo and "freq-unsaturated" not in config.dialect else None,  # S3-DIALECT-13: none is used
+        max_freq=max_freq,
         requests=requests,
         total_hit_tokens=total_hit_tokens,
         total_prompt_tokens=total_prompt_tokens,

@@ -4,14 +4,19 @@ maintainers.py."""
 
 import argparse
 import json
+import re
+import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli import maintainers
 from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ALL_POLICIES, KvspecError
+
+if TYPE_CHECKING:
+    from kvspec.conformance.fixtures.runner import CaseResult
 
 
 def add(commands: Any) -> None:
@@ -22,7 +27,8 @@ def add(commands: Any) -> None:
     replay_all = subcommand(actions, "verify", "every case passes (or fails as --known-failures expects)",
                             "a case failed, or passed against --known-failures", help="replay every case through an implementation and report each failure (FIX-12)")
     replay_all.add_argument("directory", nargs="?", metavar="CORPUS", type=Path,
-                            help="a corpus folder, or one case's file (default: the corpus installed with kvspec)")
+                            help="a corpus folder, one case's file, or the id of a case of the corpus installed with kvspec "
+                            "(default: that corpus, whole)")
     add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
     replay_all.add_argument("--known-failures", metavar="FILE", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
     replay_all.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
@@ -38,10 +44,13 @@ def add(commands: Any) -> None:
 def run_fixtures_verify(args: argparse.Namespace) -> int:
     from kvspec.adapters import Implementation
     from kvspec.conformance.core.output import written_whole
+    from kvspec.conformance.core.workloads import Pins
     from kvspec.conformance.fixtures.corpus import bundled_corpus
     from kvspec.conformance.fixtures.runner import verify
+    from kvspec.conformance.fixtures.verdicts import plural, shown, summary
 
-    directory = args.directory or bundled_corpus()
+    Pins(max_capacity=args.max_capacity, max_block_size=args.max_block_size).check()  # as certify refuses them (REPLAY-CONF-1, REPLAY-CONF-2)
+    directory, only = corpus_of(args.directory)
     known: dict[str, str] = {}
     if args.known_failures is not None:
         try:
@@ -55,26 +64,48 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
 
     def advance(done: int, total: int) -> None:
         counter[:] = [done, total]
-        progress.update(f"{done:,} of {total:,} cases")
+        progress.update(f"{done:,} of {plural(total, 'case')}")
 
     implementation = Implementation(args.adapter, args.reply_timeout, args.start_timeout)
     try:
-        results = verify(directory, implementation, known, advance, args.policies or (), (args.max_capacity, args.max_block_size))
+        results = verify(directory, implementation, known, advance, args.policies or (), (args.max_capacity, args.max_block_size), only)
         unless_interrupted()
     finally:
         progress.close()
     if args.output is not None:
         with written_whole(args.output, "--output") as temporary:
-            temporary.write_text(json.dumps([vars(r) for r in results], indent=1) + "\n", encoding="utf-8")
-    cases = [result for result in results if result.id != "implementation"]
-    counts = {verdict: sum(r.verdict == verdict for r in cases) for verdict in ("pass", "fail", "skip", "known-failure", "unexpected-pass")}
-    failed = any(result.verdict in ("fail", "unexpected-pass") for result in results)
+            temporary.write_text(json.dumps([{field: getattr(r, field) for field in OUTPUT_FIELDS} for r in results], indent=1) + "\n",
+                                 encoding="utf-8")
     of = f" of {', '.join(args.policies)}" if args.policies else ""
-    print(f"{args.adapter}: {'DOES NOT CONFORM' if failed else 'conforms'}: {len(cases)} cases{of} in {directory}"
-          + "".join(f", {n} {verdict}" for verdict, n in counts.items() if n))
+    print(summary(args.adapter, results, f"{of} in {directory}"))
     for result in results:
         if result.id == "implementation":
             print(f"  FAIL at {result.title}: {result.detail}")
         elif result.verdict in ("fail", "unexpected-pass"):
-            print(f"  {result.verdict.upper()} {result.id} ({result.policy}: {result.title}): {result.detail}")
-    return 3 if failed else 0
+            print("\n".join(shown(result, alone(args, result, installed=directory == bundled_corpus()))))
+    return 3 if any(result.verdict in ("fail", "unexpected-pass") for result in results) else 0
+
+
+OUTPUT_FIELDS = ("id", "title", "policy", "verdict", "detail")  # FIX-12
+
+
+def corpus_of(given: Path | None) -> tuple[Path, str | None]:
+    """FIX-12: the corpus CORPUS names, and the one case it selects: a folder or a case file as
+    given; a case id, the case of that id in the corpus installed with kvspec; nothing, that corpus whole."""
+    from kvspec.conformance.fixtures.corpus import bundled_corpus
+    from kvspec.conformance.fixtures.format import ID_PATTERN
+
+    if given is None or given.exists() or not re.fullmatch(ID_PATTERN, str(given)):
+        return given or bundled_corpus(), None
+    return bundled_corpus(), str(given)
+
+
+def alone(args: argparse.Namespace, result: "CaseResult", installed: bool) -> str:
+    """The command that verifies ``result``'s case alone, with the same adapter and timeouts: by
+    its id when it is a case of the installed corpus, by its file otherwise."""
+    from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT
+
+    words = ["kvspec", "fixtures", "verify", result.id if installed else str(result.file), "--adapter", args.adapter]
+    for option, seconds, default in (("--reply-timeout", args.reply_timeout, REPLY_TIMEOUT), ("--start-timeout", args.start_timeout, START_TIMEOUT)):
+        words += [option, repr(seconds)] if seconds != default else []
+    return shlex.join(words)

@@ -51,6 +51,7 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
     """FIX-5; DIALECT-9: with a dialect, its replay cases alone, for the policies it names."""
     from kvspec.conformance.fixtures.corpus import generate, previous_corpus
     from kvspec.conformance.fixtures.replay_cases import replay_cases
+    from kvspec.conformance.fixtures.verdicts import plural
 
     if args.dialect is None and not args.variation:
         entries = generate(args.directory)
@@ -68,13 +69,15 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
         dialects = {policy: dialect_of(args, policy) for policy in policies}
         label = " + ".join([*([args.dialect] if args.dialect else []), *in_catalogue_order(frozenset(args.variation))])
         entries = generate(args.directory, list(replay_cases(dialects, f"{label} dialect")))
-    print(f"{len(entries)} cases and manifest.json in {args.directory}")
+    print(f"{plural(len(entries), 'case')} and manifest.json in {args.directory}")
 
 
 def run_fixtures_collect(args: argparse.Namespace) -> None:
     from kvspec.conformance.fixtures.recorded import collect
+    from kvspec.conformance.fixtures.verdicts import plural
 
-    print(f"{collect(args.reports)} new counterexamples in conformance/counterexamples.json (kvspec fixtures generate makes them fixtures)")
+    print(f"{plural(collect(args.reports), 'new counterexample')} in conformance/counterexamples.json (kvspec fixtures generate makes them "
+          "fixtures)")
 
 
 def schema_texts() -> dict[str, str]:

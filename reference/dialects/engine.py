@@ -118,15 +118,15 @@ class EngineReplay(EngineCache):
         return stored
 
     def touch_then_store(self, hits: list[int], rest: list[int]) -> int:
-        """REPLAY-DIALECT-9 (allocate-then-put): the hit blocks are accessed (LRU-ACCESS-1; in reverse
-        order under LRU-DIALECT-4, lru-reverse-touch); then a slot is allocated for each block after
+        """REPLAY-DIALECT-9 (allocate-then-put): the hit blocks are accessed by the policy's own rule (in
+        reverse order under LRU-DIALECT-4, lru-reverse-touch); then a slot is allocated for each block after
         the hit, in order, evicting one block while the queue and the slots already allocated fill
         the cache, and stopping, with this block and the rest not stored, when there is none to
         evict; then each block allocated is appended at the tail, unless it is resident by then,
         when it is left where it is. The blocks stored."""
         cache = self.cache
         for h in reversed(hits) if "lru-reverse-touch" in self.dialect else hits:
-            cache.access(h)  # a hit: LRU-ACCESS-1 (FIFO-ACCESS-1: nothing)
+            cache.access(h)  # a hit: the policy's access cites its own clause, which this line shares (FIX-4)
         allocated: list[int] = []
         for h in rest:
             if cache.resident_count() + len(allocated) >= cache.capacity and not self.evict_one():
