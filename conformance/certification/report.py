@@ -470,7 +470,7 @@ def markdown(report: Report) -> str:
             lines += [found_line(verdict.found), ""]
         settings = sum(failure.configuration for failure in verdict.failures)
         if settings:
-            lines += [f"- configurations: {plural(settings, 'configuration finding')} (below)",
+            lines += [f"- configurations: {plural(settings, 'finding')} (below)",
                       f"- behaviour, on the configurations both accept: {verdict.behaviour}", ""]
         lines += ["| clause | result |", "|---|---|"]
         lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
