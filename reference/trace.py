@@ -100,6 +100,8 @@ class TraceFile:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         given = str(path)
         self.stdin = given == STDIN
+        if self.stdin and sys.stdin is None:  # Python's standard input when kvspec was started with it closed (`<&-`)
+            raise KvspecError(f"{STDIN}: standard input is closed (kvspec was started with it closed): give the trace as a file")
         self.path = "<stdin>" if self.stdin else given
         self._raw: io.BufferedReader | None = None
         self.size = 0 if self.stdin else size_of(given)

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
@@ -42,6 +42,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """argparse's, without its silence: a --help or --version that standard output refuses
+        (closed, full) is a failure to say, and flushed here, not at exit, where it could not be."""
+        if message:
+            stream = file or sys.stderr
+            stream.write(message)
+            stream.flush()
 
 
 def subcommand(parent: Any, name: str, done: str, finding: str = "", **texts: str) -> Parser:

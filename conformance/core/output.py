@@ -32,7 +32,7 @@ def check_output(given: Path, option: str = "") -> None:
         if not os.access(given, os.W_OK):
             raise refused(option, given, "cannot be written")
         return
-    target = Path(os.path.realpath(given))
+    target = resolved(given, option)
     if target.is_dir():
         raise refused(option, given, "is a folder, not a file")
     if not target.parent.is_dir():
@@ -42,9 +42,11 @@ def check_output(given: Path, option: str = "") -> None:
 
 
 def check_folder(given: Path, option: str = "") -> None:
-    """Before any work: ``given`` is a folder that can be written, or one that can be made (its
-    nearest existing ancestor is a writable folder), or a KvspecError names ``option`` and the path."""
-    target = Path(os.path.realpath(given))
+    """Before any work: ``given`` is a folder that can be written, or one that can be made, or a
+    KvspecError names ``option`` and the path. Whether it can be made is known by making it and
+    removing what was made: no test of its ancestors tells that /proc refuses a folder, or that
+    a name is too long for its file system."""
+    target = resolved(given, option)
     if target.exists() and not target.is_dir():
         raise refused(option, given, "is a file, not a folder")
     existing = next(folder for folder in (target, *target.parents) if folder.exists())
@@ -52,6 +54,37 @@ def check_folder(given: Path, option: str = "") -> None:
         raise refused(option, given, f"{shlex.quote(str(existing))} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise refused(option, given, "permission denied")
+    missing = [folder for folder in (target, *target.parents) if not folder.exists()]
+    unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTIONS)  # an interruption waits: nothing made is left behind
+    made = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+    except OSError as error:
+        raise refused(option, given, f"cannot be made: {error.strerror}") from None
+    finally:
+        for folder in reversed(made):
+            folder.rmdir()
+        signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
+
+
+WORKING_FOLDER_GONE = "the working folder no longer exists (removed while a shell was in it?): cd to one that does"
+
+
+def working_folder_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
+def resolved(given: Path, option: str) -> Path:
+    """``given`` with its links resolved; a relative path in a working folder that is gone is refused, naming that."""
+    if not given.is_absolute() and working_folder_gone():
+        raise refused(option, given, WORKING_FOLDER_GONE)
+    return Path(os.path.realpath(given))
 
 
 def umask_mode() -> int:
