@@ -15,7 +15,7 @@ from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
 from kvspec.conformance.certification.dialect_search import Search
 from kvspec.conformance.certification.lockstep import Divergence
-from kvspec.conformance.core.output import written_whole
+from kvspec.conformance.core.output import model_json, write_text, written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import canonical
@@ -182,11 +182,11 @@ def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, di
                             f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
                             divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(path) as temporary:
-            temporary.write_text(canonical(case))
+            write_text(temporary, canonical(case))
         trace_file, command = path.name, verify_command(adapter_spec, path)
     elif divergence.config is not None and divergence.trace:
         with written_whole(path) as temporary:
-            temporary.write_text(trace_lines(divergence.trace))
+            write_text(temporary, trace_lines(divergence.trace))
         trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
     if divergence.benefit is not None:
         config = dict(divergence.benefit["config"])
@@ -339,9 +339,9 @@ def clause_line(failure: Failure) -> str:
 
 def write_report(report: Report, directory: Path) -> None:
     with written_whole(directory / "report.json") as temporary:
-        temporary.write_text(report.model_dump_json(indent=2) + "\n")
+        write_text(temporary, model_json(report, indent=2) + "\n")
     with written_whole(directory / "report.md") as temporary:
-        temporary.write_text(markdown(report))
+        write_text(temporary, markdown(report))
 
 
 def schema_texts() -> dict[str, str]:

@@ -2,7 +2,11 @@
 user's other files are: with the umask's mode (or the mode of the file replaced), through a
 symbolic link, and straight into a pipe or a terminal. Every path is checked before the work
 starts, so that a run writes all its outputs or none, and a mistake names the option and the
-path as given."""
+path as given. What is written is UTF-8 whatever the locale, and any string can be written: a
+path's bytes that the locale cannot decode, which Python holds as lone surrogates, are written
+as the backslash escapes Python's stderr shows for them."""
+
+from __future__ import annotations
 
 import os
 import shlex
@@ -12,8 +16,12 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kvspec.reference import KvspecError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def refused(option: str, given: Path | str, why: str) -> KvspecError:
@@ -134,3 +142,39 @@ def written_whole(given: Path, option: str = "") -> Iterator[Path]:
         Path(temporary).unlink(missing_ok=True)
         signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
         raise
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate as its backslash escape (\\udcc3), as stderr writes it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write_text(path: Path, text: str) -> None:
+    """``text`` to ``path`` in UTF-8, whatever the locale, each lone surrogate as its escape."""
+    path.write_text(text, encoding="utf-8", errors="backslashreplace")
+
+
+def model_json(model: BaseModel, **options: Any) -> str:
+    """``model.model_dump_json(**options)``, which refuses a lone surrogate (a path given in bytes
+    the locale cannot decode); then that of a copy whose strings are printable."""
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        return model.model_dump_json(**options)
+    except PydanticSerializationError:
+        return printable_copy(model).model_dump_json(**options)
+
+
+def printable_copy(value: Any) -> Any:
+    """``value`` with every string in it printable: models, lists, tuples and dicts copied, the rest as it is."""
+    from pydantic import BaseModel
+
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={name: printable_copy(getattr(value, name)) for name in type(value).model_fields})
+    if isinstance(value, list | tuple):
+        return type(value)(printable_copy(item) for item in value)
+    if isinstance(value, dict):
+        return {printable_copy(key): printable_copy(item) for key, item in value.items()}
+    return value
