@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
-from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, bundled_trace_path
+from kvspec.reference import POLICIES, ConfigError, KvspecError, ReplayConfig, TraceFile, bundled_trace_path
 from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 from kvspec.reference.replay import Replayed
@@ -126,8 +126,30 @@ def add_dialect(command: argparse.ArgumentParser, what: str, repeatable: bool = 
 
 
 def dialect_of(args: argparse.Namespace, policy: str) -> Dialect:
-    """The dialect --dialect and --variation name for ``policy`` (DIALECT-2 to DIALECT-5)."""
-    return dialect_for(policy, args.dialect, tuple(args.variation))
+    """The dialect --dialect and --variation name for ``policy`` (DIALECT-2 to DIALECT-5); where
+    ``policy`` has none, the error names the policies that have one, as --policy options, or says
+    that none has."""
+    try:
+        return dialect_for(policy, args.dialect, tuple(args.variation))
+    except ConfigError as error:
+        others = dialect_policies(args.dialect, args.variation)
+        if not others:
+            asked = ", ".join([*([args.dialect] if args.dialect else []), *args.variation])
+            raise KvspecError(f"{error}, and no policy has a dialect of {asked}") from None
+        if policy not in others:
+            raise KvspecError(f"{error}: give {' or '.join(f'--policy {other}' for other in others)}") from None
+        raise
+
+
+def check_dialects(args: argparse.Namespace) -> None:
+    """Before any work: the dialect asked for, against each policy the command line names (certify
+    asks for it only once the implementation has started)."""
+    named = getattr(args, "policies", None) or [getattr(args, "policy", None)]
+    if getattr(args, "dialect", None) is None and not getattr(args, "variation", None):
+        return
+    for policy in named:
+        if policy is not None:
+            dialect_of(args, policy)
 
 
 def only_policy(dialect: str | None) -> str:
@@ -138,12 +160,15 @@ def only_policy(dialect: str | None) -> str:
     return DEFAULTS.policy
 
 
+def dialect_policies(dialect: str | None, variations: list[str]) -> list[str]:
+    """Every policy that ``dialect``'s implementation has and every variation point applies to."""
+    return [policy for policy in POLICIES
+            if (dialect is None or policy in KNOWN_DIALECTS[dialect]) and all(policy in VARIATIONS[v].policies for v in variations)]
+
+
 def fitting_policies(dialect: str | None, variations: list[str]) -> list[str]:
-    """Every policy that ``dialect``'s implementation has and every variation point applies to;
-    all three if none is (dialect_for then says why for the first)."""
-    fitting = [policy for policy in POLICIES
-               if (dialect is None or policy in KNOWN_DIALECTS[dialect]) and all(policy in VARIATIONS[v].policies for v in variations)]
-    return fitting or list(POLICIES)
+    """dialect_policies; all three if none is (dialect_for then says why for the first)."""
+    return dialect_policies(dialect, variations) or list(POLICIES)
 
 
 def add_capacity(command: argparse.ArgumentParser, repeatable: bool, help: str) -> None:
