@@ -35,8 +35,10 @@ FOREIGN_ENCODINGS = [
     (b"\xfe\xff", "UTF-16 (big-endian, with a byte order mark)", "UTF-16"),
     (b"\xff\xfe", "UTF-16 (little-endian, with a byte order mark)", "UTF-16"),
 ]
-ZERO_PATTERNS = {(True, True, True, False): ("UTF-32 (big-endian)", "UTF-32BE"), (False, True, True, True): ("UTF-32 (little-endian)", "UTF-32LE"),
-                 (True, False, True, False): ("UTF-16 (big-endian)", "UTF-16BE"), (False, True, False, True): ("UTF-16 (little-endian)", "UTF-16LE")}
+ZERO_PATTERNS = {  # which of the first four bytes are zero
+    (True, True, True, False): ("UTF-32 (big-endian)", "UTF-32BE"), (False, True, True, True): ("UTF-32 (little-endian)", "UTF-32LE"),
+    (True, False, True, False): ("UTF-16 (big-endian)", "UTF-16BE"), (False, True, False, True): ("UTF-16 (little-endian)", "UTF-16LE"),
+}
 # REPLAY-TRACE-8: generous, since the bundled traces' longest line is 2.7 KB and 16 MiB holds over
 # 760,000 hash ids of 20 digits; bounded, so that a file without line feeds (/dev/zero, a small
 # gzip file holding one endless line) is refused once 16 MiB are read, not when memory runs out.

@@ -55,7 +55,9 @@ def check_outputs(args: argparse.Namespace) -> None:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
+            from kvspec.conformance.core.extras import install_hint
+
+            raise KvspecError(f"--plot needs matplotlib: {install_hint('plot')}")
     folders = getattr(args, "folders", {})
     files = [name for name in ("output", "plot") if getattr(args, name, None) is not None and name not in folders]
     named = [name for name in folders if getattr(args, name) is not None]

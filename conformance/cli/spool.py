@@ -39,7 +39,8 @@ class Spool:
         self.folder = tempfile.gettempdir()
         self.count = self.hit_tokens = self.prompt_tokens = 0
         try:
-            self.file = tempfile.TemporaryFile("w+", encoding="utf-8", dir=self.folder)  # noqa: SIM115 (closed by __exit__: a Spool is the context manager)
+            # closed by __exit__: a Spool is the context manager
+            self.file = tempfile.TemporaryFile("w+", encoding="utf-8", dir=self.folder)  # noqa: SIM115
         except OSError as error:
             raise self.failed(error) from None
 
