@@ -34,47 +34,75 @@ def is_stream(given: Path) -> bool:
 
 
 def check_output(given: Path, option: str = "") -> None:
-    """Before any work: ``given`` can be written (a file in a folder that exists, or a pipe or
-    device), or a KvspecError names ``option`` and the path."""
-    if is_stream(given):
-        if not os.access(given, os.W_OK):
-            raise refused(option, given, "cannot be written")
-        return
-    target = resolved(given, option)
-    if target.is_dir():
-        raise refused(option, given, "is a folder, not a file")
-    if not target.parent.is_dir():
-        raise refused(option, given, f"no such folder: {shlex.quote(str(Path(given).parent))}")
-    if not os.access(target.parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise refused(option, given, "permission denied")
+    """Before any work: ``given`` can be written (a file in a folder that exists and takes a new
+    file, or a pipe or device), or a KvspecError names ``option`` and the path."""
+    with naming(option, given):
+        if is_stream(given):
+            if not os.access(given, os.W_OK):
+                raise refused(option, given, "cannot be written")
+            return
+        target = resolved(given, option)
+        if target.is_dir():
+            raise refused(option, given, "is a folder, not a file")
+        if not target.parent.is_dir():
+            raise refused(option, given, f"no such folder: {shlex.quote(str(Path(given).parent))}")
+        if not os.access(target.parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+            raise refused(option, given, "permission denied")
+    with naming(option, given, "cannot be written: "), interruptions_held():
+        handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=target.suffix, dir=target.parent)
+        os.close(handle)
+        os.unlink(temporary)
 
 
 def check_folder(given: Path, option: str = "") -> None:
     """Before any work: ``given`` is a folder that can be written, or one that can be made, or a
-    KvspecError names ``option`` and the path. Whether it can be made is known by making it and
-    removing what was made: no test of its ancestors tells that /proc refuses a folder, or that
-    a name is too long for its file system."""
-    target = resolved(given, option)
-    if target.exists() and not target.is_dir():
-        raise refused(option, given, "is a file, not a folder")
-    existing = next(folder for folder in (target, *target.parents) if folder.exists())
-    if not existing.is_dir():
-        raise refused(option, given, f"{shlex.quote(str(existing))} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise refused(option, given, "permission denied")
-    missing = [folder for folder in (target, *target.parents) if not folder.exists()]
-    unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTIONS)  # an interruption waits: nothing made is left behind
-    made = []
+    KvspecError names ``option`` and the path. As for a file, whether it can be made is known by
+    making it (and removing what was made): no test of its ancestors tells that /proc refuses a
+    folder, or that a name is too long for its file system."""
+    with naming(option, given):
+        target = resolved(given, option)
+        if target.exists() and not target.is_dir():
+            raise refused(option, given, "is a file, not a folder")
+        existing = next(folder for folder in (target, *target.parents) if folder.exists())
+        if not existing.is_dir():
+            raise refused(option, given, f"{shlex.quote(str(existing))} is a file, not a folder")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise refused(option, given, "permission denied")
+        missing = [folder for folder in (target, *target.parents) if not folder.exists()]
+    made: list[Path] = []
+    with naming(option, given, "cannot be made: "), interruptions_held():
+        try:
+            for folder in reversed(missing):
+                folder.mkdir()
+                made.append(folder)
+        finally:
+            for folder in reversed(made):
+                folder.rmdir()
+
+
+@contextmanager
+def naming(option: str, given: Path, what: str = "") -> Iterator[None]:
+    """An OSError inside (a name too long for the file system, a folder that refuses one) as a KvspecError naming ``option`` and the path."""
     try:
-        for folder in reversed(missing):
-            folder.mkdir()
-            made.append(folder)
+        yield
     except OSError as error:
-        raise refused(option, given, f"cannot be made: {error.strerror}") from None
+        raise refused(option, given, f"{what}{error.strerror or error}") from None
+
+
+@contextmanager
+def interruptions_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while the block runs, so that nothing it makes is left behind; one that arrived is delivered after."""
+    unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTIONS)
+    try:
+        yield
     finally:
-        for folder in reversed(made):
-            folder.rmdir()
         signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
+
+
+def temporary_prefix(target: Path) -> str:
+    """The start of the name of a temporary file beside ``target``: hidden, and short enough that
+    the temporary name fits where ``target``'s does (255 bytes on most file systems)."""
+    return f".{target.name[:64]}."
 
 
 WORKING_FOLDER_GONE = "the working folder no longer exists (removed while a shell was in it?): cd to one that does"
@@ -124,7 +152,7 @@ def written_whole(given: Path, option: str = "") -> Iterator[Path]:
     # and the try that owns it would leave it behind. A pending one is delivered inside the try.
     unmasked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTIONS)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+        handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=target.suffix, dir=target.parent)
     except OSError as error:
         signal.pthread_sigmask(signal.SIG_SETMASK, unmasked)
         raise refused(option, given, error.strerror or "cannot be written") from None
