@@ -100,8 +100,9 @@ def run_schemas(args: argparse.Namespace) -> None:
     nothing else: a file kvspec did not write is not kvspec's to remove."""
     from kvspec.conformance.core.output import write_text, written_whole
 
+    written_before = schemas_written_before(args.directory)  # a manifest not this command's refused first
     texts = schema_texts()
-    for retired in sorted(schemas_written_before(args.directory) - texts.keys()):
+    for retired in sorted(written_before - texts.keys()):
         (args.directory / retired).unlink(missing_ok=True)
     for name, text in texts.items():
         (args.directory / name).parent.mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,10 @@ import json
 import os
 import shlex
 import shutil
+import site
 import sys
-from importlib.metadata import PackageNotFoundError, distribution
+import sysconfig
+from importlib.metadata import PackageNotFoundError, distribution, distributions
 from urllib.parse import unquote, urlsplit
 
 
@@ -21,7 +23,13 @@ def install_hint(extra: str) -> str:
 
 
 def recorded(file: str) -> str | None:
-    """A file the installer wrote beside kvspec's metadata (direct_url.json, INSTALLER), or None."""
+    """A file the installer wrote beside kvspec's metadata (direct_url.json, INSTALLER), or None.
+    The metadata is looked for where the environment's installer puts it first: in a checkout, the
+    working folder's kvspec.egg-info (setuptools' build leaves it) comes first on sys.path under
+    `python -m` and pytest, and records no installation."""
+    places = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], site.getusersitepackages()]
+    for installed in distributions(name="kvspec", path=places):
+        return installed.read_text(file)
     try:
         return distribution("kvspec").read_text(file)
     except PackageNotFoundError:
