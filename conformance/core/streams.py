@@ -78,12 +78,13 @@ def sound_streams() -> None:
 
 
 def text_stream(raw: io.FileIO, was: io.TextIOWrapper | None) -> io.TextIOWrapper:
-    """``raw`` as Python makes a standard stream (its encoding, and line buffering on a terminal
-    or for stderr), with backslash escapes for what the encoding lacks."""
-    encoding = was.encoding if was is not None else None
-    line_buffering = was.line_buffering if was is not None else raw.isatty() or raw.fileno() == 2
-    return io.TextIOWrapper(io.BufferedWriter(raw), encoding=encoding, errors="backslashreplace", line_buffering=line_buffering,
-                            write_through=was is not None and was.write_through)
+    """``raw`` as Python made the stream it replaces (its encoding; line buffering on a terminal
+    and for stderr; unbuffered under `python -u`), with backslash escapes for what the encoding lacks."""
+    if was is None:  # closed: the file it stands for now is /dev/null
+        return io.TextIOWrapper(io.BufferedWriter(raw), errors="backslashreplace", line_buffering=raw.fileno() == 2)
+    buffer = raw if was.write_through else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffer, encoding=was.encoding, errors="backslashreplace", line_buffering=was.line_buffering,  # type: ignore[arg-type]
+                            write_through=was.write_through)
 
 
 def stdout_failure() -> OSError | None:
