@@ -166,7 +166,6 @@ class TraceFile:
         except (OSError, EOFError, zlib.error) as error:
             raise TraceError(self.path, line_number + 1, "(file)", "REPLAY-TRACE-6", f"cannot read: {error}") from None
 
-
     def refuse_foreign_encoding(self, first: bytes, compressed: bool) -> None:
         """REPLAY-TRACE-1: a trace in UTF-16 or UTF-32 is refused naming its encoding, with the
         command that converts it (into a file of another name: `> same-name` would empty it first)."""

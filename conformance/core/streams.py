@@ -4,9 +4,9 @@ imports nothing of kvspec's, so that it runs before the reference's contracts ar
 
 - a stream the caller closed (`<&-`, `>&-`, `2>&-`) gets /dev/null under its number, so that no file
   kvspec opens takes that number (a library writing to descriptor 2 would write into an output);
-  standard input stays None (a trace read from `-` is refused: reference/trace.py), standard
-  output refuses its first write, and standard error takes what is written and drops it: the exit
-  status alone says how the run ended;
+  standard input stays None, as Python leaves it (a trace read from `-` is refused:
+  reference/trace.py), standard output refuses its first write, and standard error takes what is
+  written and drops it: the exit status alone says how the run ended;
 - a write to standard output that fails raises an OSError whose filename is STDOUT, so that the
   error names it, and nothing else is blamed on it; one to standard error is dropped, as there is
   nowhere left to say anything;
@@ -69,8 +69,6 @@ def sound_streams() -> None:
         if null != descriptor:
             os.dup2(null, descriptor)
             os.close(null)
-    if 0 in gone:
-        sys.stdin = None  # type: ignore[assignment]
     output = Output(1, "w", closefd=False)
     output.closed_by_caller = 1 in gone
     sys.stdout = text_stream(output, sys.stdout)
@@ -89,5 +87,6 @@ def text_stream(raw: io.FileIO, was: io.TextIOWrapper | None) -> io.TextIOWrappe
 
 def stdout_failure() -> OSError | None:
     """The first write to standard output that failed, if this module's standard output is in place."""
-    raw = getattr(getattr(sys.stdout, "buffer", None), "raw", None)
+    buffer = getattr(sys.stdout, "buffer", None)
+    raw = getattr(buffer, "raw", buffer)  # under `python -u`, the descriptor is the buffer
     return raw.failure if isinstance(raw, Output) else None
