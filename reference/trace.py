@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import shlex
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -25,6 +26,19 @@ T = TypeVar("T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
+# REPLAY-TRACE-1: the other encodings of JSON text, told by the first four bytes of a line as RFC 4627
+# section 3 tells them (a byte order mark, or where the zero bytes of an ASCII character fall); the
+# longer marks first, as UTF-32 LE's begins with UTF-16 LE's.
+FOREIGN_ENCODINGS = [
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian, with a byte order mark)", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian, with a byte order mark)", "UTF-32"),
+    (b"\xfe\xff", "UTF-16 (big-endian, with a byte order mark)", "UTF-16"),
+    (b"\xff\xfe", "UTF-16 (little-endian, with a byte order mark)", "UTF-16"),
+]
+ZERO_PATTERNS = {  # which of the first four bytes are zero
+    (True, True, True, False): ("UTF-32 (big-endian)", "UTF-32BE"), (False, True, True, True): ("UTF-32 (little-endian)", "UTF-32LE"),
+    (True, False, True, False): ("UTF-16 (big-endian)", "UTF-16BE"), (False, True, False, True): ("UTF-16 (little-endian)", "UTF-16LE"),
+}
 # REPLAY-TRACE-8: generous, since the bundled traces' longest line is 2.7 KB and 16 MiB holds over
 # 760,000 hash ids of 20 digits; bounded, so that a file without line feeds (/dev/zero, a small
 # gzip file holding one endless line) is refused once 16 MiB are read, not when memory runs out.
@@ -100,6 +114,8 @@ class TraceFile:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         given = str(path)
         self.stdin = given == STDIN
+        if self.stdin and sys.stdin is None:  # Python's standard input when kvspec was started with it closed (`<&-`)
+            raise KvspecError(f"{STDIN}: standard input is closed (kvspec was started with it closed): give the trace as a file")
         self.path = "<stdin>" if self.stdin else given
         self._raw: io.BufferedReader | None = None
         self.size = 0 if self.stdin else size_of(given)
@@ -136,16 +152,34 @@ class TraceFile:
             with self.stream() as raw:
                 self._raw = raw
                 # peek, not read and seek back: a pipe cannot seek
-                lines: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == GZIP_MAGIC else raw
+                compressed = raw.peek(2)[:2] == GZIP_MAGIC
+                lines: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
                 with lines:
                     bounded = iter(partial(lines.readline, MAX_LINE_BYTES + 1), b"")  # REPLAY-TRACE-8: never more of a line in memory
                     for line_number, line in enumerate(bounded, start=1):
                         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                             raise TraceError(self.path, line_number, "(line)", "REPLAY-TRACE-8", f"line longer than {MAX_LINE_BYTES:,} bytes")
+                        if line_number == 1:
+                            self.refuse_foreign_encoding(line, compressed)
                         # REPLAY-TRACE-1: a byte order mark starts the file, not its first line
                         yield line_number, parse(self.path, line_number, line.removeprefix(UTF8_BOM) if line_number == 1 else line)
         except (OSError, EOFError, zlib.error) as error:
             raise TraceError(self.path, line_number + 1, "(file)", "REPLAY-TRACE-6", f"cannot read: {error}") from None
+
+    def refuse_foreign_encoding(self, first: bytes, compressed: bool) -> None:
+        """REPLAY-TRACE-1: a trace in UTF-16 or UTF-32 is refused naming its encoding, with the
+        command that converts it (into a file of another name: `> same-name` would empty it first)."""
+        found = next(((name, iconv) for mark, name, iconv in FOREIGN_ENCODINGS if first.startswith(mark)), None)
+        if found is None and len(first) >= 4:
+            found = ZERO_PATTERNS.get(tuple(byte == 0 for byte in first[:4]))  # type: ignore[call-overload]
+        if found is None:
+            return
+        name, iconv = found
+        given = "" if self.stdin else f" {shlex.quote(self.path)}"
+        read = f"gzip -dc{given} | iconv -f {iconv} -t UTF-8" if compressed else f"iconv -f {iconv} -t UTF-8{given}"
+        stem = "trace" if self.stdin else Path(self.path).name.removesuffix(".gz").removesuffix(".jsonl")
+        raise TraceError(self.path, 1, "(file)", "REPLAY-TRACE-1",
+                         f"the trace is in {name}, not UTF-8: convert it first ({read} > {shlex.quote(stem + '.utf8.jsonl')})")
 
 
 def size_of(path: str) -> int:

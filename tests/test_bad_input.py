@@ -150,6 +150,7 @@ def flip(data: bytes, start: int, stop: int) -> bytes:
     return data[:start] + bytes(b ^ 0xFF for b in data[start:stop]) + data[stop:]
 
 
+LONG = "x" * 300  # a name past the 255 bytes of most file systems
 BIG_LINE = 17 * 2**20  # past the bound of about 16 MiB a line
 MEMORY = 2**30  # an address space of 1 GiB: a line that is never bounded fails loudly rather than filling the machine
 
@@ -192,14 +193,36 @@ def requests_are(count: int) -> Callable[[str], None]:
 
 # --------------------------------------------------------------------------------- traces
 
+# REPLAY-TRACE-1: UTF-16 and UTF-32, with and without a byte order mark (written here, not by the
+# codecs' native order), each named, with the command that converts it
+FOREIGN = [
+    ("utf16-le-with-bom", b"\xff\xfe", "utf-16-le", "UTF-16 (little-endian, with a byte order mark)", "UTF-16"),
+    ("utf16-be-with-bom", b"\xfe\xff", "utf-16-be", "UTF-16 (big-endian, with a byte order mark)", "UTF-16"),
+    ("utf16-le-without-bom", b"", "utf-16-le", "UTF-16 (little-endian)", "UTF-16LE"),
+    ("utf16-be-without-bom", b"", "utf-16-be", "UTF-16 (big-endian)", "UTF-16BE"),
+    ("utf32-le-with-bom", b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32 (little-endian, with a byte order mark)", "UTF-32"),
+    ("utf32-be-with-bom", b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32 (big-endian, with a byte order mark)", "UTF-32"),
+    ("utf32-le-without-bom", b"", "utf-32-le", "UTF-32 (little-endian)", "UTF-32LE"),
+    ("utf32-be-without-bom", b"", "utf-32-be", "UTF-32 (big-endian)", "UTF-32BE"),
+]
+
+
+def foreign(label: str, content: bytes, named: str, iconv: str, before: str = "") -> Case:
+    """A trace in UTF-16 or UTF-32, refused at line 1 naming its encoding, with the conversion to run."""
+    converted = f"{before}iconv -f {iconv} -t UTF-8{'' if before else ' t.jsonl'} > t.utf8.jsonl"
+    return tcase(f"trace-{label}", content, 1, FILE, "REPLAY-TRACE-1",
+                 re.escape(f"the trace is in {named}, not UTF-8: convert it first ({converted})"))
+
+
 TRACE_CASES: list[Case] = [
     # encodings (REPLAY-TRACE-1: UTF-8 text)
     tcase("trace-latin1-byte-in-key", OK + raw(extra=', "caf\xe9": 1').decode().encode("latin-1"), 2, ANY_FIELD, r"REPLAY-TRACE-\d"),
     tcase("trace-latin1-lone-byte-line", OK + b"\xe9\n", 2, ANY_FIELD),
     tcase("trace-utf8-overlong-encoding", OK + raw(extra=', "\xc0\xaf": 1').replace(b"\xc3\x80\xc2\xaf", b"\xc0\xaf"), 2, ANY_FIELD,
           r"REPLAY-TRACE-\d"),
-    tcase("trace-utf16-with-bom", (OK + OK2).decode().encode("utf-16"), 1, ANY_FIELD),
-    tcase("trace-utf16-le-without-bom", (OK + OK2).decode().encode("utf-16-le"), 1, ANY_FIELD),
+    *(foreign(label, mark + (OK + OK2).decode().encode(codec), named, iconv) for label, mark, codec, named, iconv in FOREIGN),
+    foreign("utf16-gzip", gz(b"\xff\xfe" + (OK + OK2).decode().encode("utf-16-le")), "UTF-16 (little-endian, with a byte order mark)",
+            "UTF-16", "gzip -dc t.jsonl | "),
     Case("trace-utf8-bom-accepted-or-refused-with-a-hint", replay(), (0, 1),
          trace_error(1, ANY_FIELD, r"REPLAY-TRACE-\d", r"(?i:.*(?:\bBOM\b|byte.order.mark).*)"),
          files={"t.jsonl": b"\xef\xbb\xbf" + OK + OK2}, stdout_check=requests_are(2)),
@@ -360,6 +383,19 @@ ARGUMENT_CASES: list[Case] = [
     Case("hunt-unknown-search", ("hunt", "everything"), 1, usage("hunt", "search", "invalid choice: .+")),
     Case("hunt-pair-one-function", ("hunt", "diff", "--pair", "a.f"), 1, usage("hunt", "--pair", "expected 2 arguments")),
     Case("hunt-pair-without-diff", ("hunt", "check", "--pair", "a.f", "a.g"), 1, error("hunt: .*--pair.*")),
+    # a dialect that has no dialect of the policy asked for: the policies that have one, as --policy options
+    Case("replay-dialect-without-the-default-policy", replay("t.jsonl", "--dialect", "sglang"), 1,
+         error("DIALECT-5: sglang has no s3fifo dialect; it has lru, fifo: give --policy lru or --policy fifo"), files=TINY),
+    Case("replay-variation-of-other-policies", replay("t.jsonl", "--policy", "s3fifo", "--variation", "path-ids"), 1,
+         error("DIALECT-2: path-ids is a variation point of lru and fifo, not of s3fifo: give --policy lru or --policy fifo"), files=TINY),
+    Case("replay-variations-no-policy-has", replay("t.jsonl", "--variation", "path-ids,ghost-ignored"), 1,
+         error("DIALECT-2: .+, and no policy has a dialect of path-ids, ghost-ignored"), files=TINY),
+    Case("sweep-dialect-without-the-policy", ("sweep", "t.jsonl", "--capacity", "16", "--dialect", "vllm", "--policy", "fifo"), 1,
+         error("DIALECT-5: vllm has no fifo dialect; it has lru: give --policy lru"), files=TINY),
+    Case("certify-dialect-without-the-policy", ("certify", "--adapter", "reference", "--dialect", "vllm", "--policy", "fifo"), 1,
+         error("DIALECT-5: vllm has no fifo dialect; it has lru: give --policy lru")),
+    Case("generate-dialect-no-policy-has", ("fixtures", "generate", "g", "--dialect", "vllm", "--variation", "ghost-ignored"), 1,
+         error("DIALECT-2: ghost-ignored is a variation point of s3fifo, not of lru, and no policy has a dialect of vllm, ghost-ignored")),
 ]
 
 # ---------------------------------------------------------------------------- adapters
@@ -451,6 +487,15 @@ OUTPUT_CASES: list[Case] = [
          usage("fixtures verify", "--output", ".+")),
     Case("fixtures-verify-output-unwritable-folder", ("fixtures", "verify", "--adapter", "reference", "--output", "ro/v.json"), 1,
          error(r"--output ro/v\.json: .+"), files={"ro": Folder(0o555)}, needs_permissions=True),
+    # a folder is checked by making it: what no test of its ancestors tells
+    Case("certify-report-that-proc-refuses", ("certify", "--adapter", "reference", "--policy", "lru", "--report", "/proc/nope"), 1,
+         error(r"--report /proc/nope: cannot be made: .+")),
+    Case("certify-report-name-too-long", ("certify", "--adapter", "reference", "--policy", "lru", "--report", LONG), 1,
+         error(rf"--report {LONG}: .+")),
+    Case("certify-report-inner-name-too-long", ("certify", "--adapter", "reference", "--policy", "lru", "--report", f"a/{LONG}/b"), 1,
+         error(rf"--report a/{LONG}/b: cannot be made: .+")),
+    Case("replay-output-name-of-250-characters-accepted", replay("t.jsonl", "--output", "o" * 245 + ".json"), 0, files=TINY,
+         creates=("o" * 245 + ".json",)),
 ]
 
 # ------------------------------------------------------------------------ fixture corpora
@@ -493,6 +538,11 @@ REPORT = {"kvspec_version": "0.1.0", "spec_version": "0.1.0", "hypothesis_versio
                         "clauses": {"FIFO-ACCESS-1": "pass", "FIFO-EVICT-1": "pass"}, "failures": []}]}
 CHECKOUT = {"conformance/counterexamples.json": b"[]\n",
 "conformance/hunted.json": b"[]\n"}  # a kvspec checkout, as collect and --record need
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "spec" / "schemas"
+USERS_SCHEMAS = {"s/my-api.schema.json": b'{"title": "mine"}\n', "s/v2/orders.schema.json": b'{"title": "mine too"}\n'}
+SCHEMAS_WRITTEN = ("s/adapter/", *(f"s/{p.relative_to(SCHEMAS).as_posix()}" for p in SCHEMAS.rglob("*.json")))  # the checked-in ones
+LRU_DOC = b"# LRU\n\n- **LRU-ACCESS-1** A hit moves the block to the most recent end.\n"  # a spec document with one clause the reference cites
 
 CORPUS_CASES: list[Case] = [
     Case("corpus-one-case-verifies", verify("c"), 0, files=corpus(), stdout=r"conforms"),
@@ -545,6 +595,27 @@ CORPUS_CASES: list[Case] = [
     Case("spec-annotate-into-a-file", ("spec", "annotate", "t.jsonl"), 1, error(r"t\.jsonl: .+"), files=TINY),
     Case("spec-schemas-into-a-file", ("spec", "schemas", "t.jsonl"), 1, error(r"t\.jsonl: .+"), files=TINY),
     Case("spec-without-an-action", ("spec",), 1, required("spec", "action")),
+    # spec schemas removes only what its manifest lists
+    Case("spec-schemas-keeps-the-users-schemas", ("spec", "schemas", "s"), 0, files=USERS_SCHEMAS, creates=SCHEMAS_WRITTEN,
+         stdout=r"^\d+ schemas and manifest\.json in s\n$"),
+    Case("spec-schemas-refuses-a-manifest-not-its-own", ("spec", "schemas", "s"), 1,
+         error(r"s/manifest\.json: not the manifest kvspec spec schemas writes .+"), files={**USERS_SCHEMAS, "s/manifest.json": manifest()}),
+    Case("spec-schemas-refuses-a-manifest-listing-a-file-outside", ("spec", "schemas", "s"), 1,
+         error(r"s/manifest\.json: lists '\.\./t\.schema\.json', .+"),
+         files={"t.schema.json": b"{}\n", "s/manifest.json": json.dumps({"format": "kvspec-schemas/1", "schemas": ["../t.schema.json"]}).encode()}),
+    # spec annotate stops at a file it cannot read, naming it, and writes nothing
+    *(Case(f"spec-annotate-test-{label}", ("spec", "annotate"), 1, error(rf"tests/test_x\.py{where}: cannot be read as Python: {why}"),
+           files={"spec/lru.md": LRU_DOC, "tests/test_x.py": source}) for label, source, where, why in (
+        ("not-python", b"def test_x(:\n    pass\n", ":1", ".+"),
+        ("not-utf8", b'x = 1\ny = "caf\xe9"\n', ":2", "not utf-8 .+"),
+        ("nested-deeply", b"x = " + b"1+" * 100_000 + b"1\n", "", "nested deeper than Python's parser goes"),
+        ("with-a-nul-byte", b"x = 1\0\n", "(?::1)?", ".+"),  # a SyntaxError since Python 3.11.4, a ValueError before
+    )),
+    Case("spec-annotate-spec-not-utf8", ("spec", "annotate"), 1, error(r"spec/lru\.md: byte \d+ is not UTF-8 .+"),
+         files={"spec/lru.md": LRU_DOC + b"caf\xe9\n", "tests/test_x.py": b""}),
+    Case("spec-annotate-test-in-latin-1-by-its-coding-line-accepted", ("spec", "annotate", "out"), 0,
+         files={"spec/lru.md": LRU_DOC, "tests/test_x.py": b'# -*- coding: latin-1 -*-\ndef test_LRU_ACCESS_1_caf\xe9():\n    pass\n'},
+         creates=("out/", "out/README.md", "out/lru.md")),
 ]
 
 # -------------------------------------------------------------------------------- hunt
@@ -569,6 +640,39 @@ HUNT_CASES: list[Case] = [
 
 # -------------------------------------------------------------------------- environment
 
+ASCII_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": None}
+NAMED = b"""from kvspec.adapters.interface import Identity
+from kvspec.adapters.reference import ReferenceAdapter
+
+
+class Named(ReferenceAdapter):
+    identity = Identity(name="caf\\u00e9-cache", language="python", version="1")
+
+
+class Wrong(Named):
+    def hit_tokens(self, hash_ids, input_length):
+        return 0
+
+
+def make():
+    return Named()
+
+
+def wrong():
+    return Wrong()
+"""
+
+
+def json_field(key: str, value: str, **more: str) -> Callable[[str], None]:
+    """stdout is JSON whose ``key`` is ``value`` (and each of ``more`` as given)."""
+
+    def check(stdout: str) -> None:
+        found = json.loads(stdout)
+        assert {name: found[name] for name in (key, *more)} == {key: value, **more}, stdout[:2000]
+
+    return check
+
+
 ENV_CASES: list[Case] = [
     *(Case(f"env-contracts-{label}-refused", replay(), 1, error(r".*KVSPEC_CONTRACTS.*"), files=TINY, env={"KVSPEC_CONTRACTS": value})
       for label, value in (("yes", "yes"),)),
@@ -584,6 +688,20 @@ ENV_CASES: list[Case] = [
     Case("env-c-locale-non-ascii-trace", replay("trac\u00e9.jsonl"), 1, trace_error(2, "timestamp", "REPLAY-TRACE-2",
          name="trac\u00e9.jsonl"),
          files={"trac\u00e9.jsonl": OK + raw(ts='"x"')}, env={"LC_ALL": "C", "LANG": "C"}),
+    # the C locale without Python's UTF-8 mode: a path's bytes the locale cannot decode, and a name outside ASCII, print as escapes
+    Case("env-ascii-locale-non-ascii-trace-refused", replay("trac\u00e9.jsonl"), 1,
+         trace_error(2, "timestamp", "REPLAY-TRACE-2", name_re=r"trac\\udcc3\\udca9\.jsonl"), files={"trac\u00e9.jsonl": OK + raw(ts='"x"')},
+         env=ASCII_LOCALE),
+    Case("env-ascii-locale-sweep-of-a-non-ascii-trace", ("sweep", "trac\u00e9.jsonl", "--capacity", "16", "--policy", "lru"), 0,
+         files={"trac\u00e9.jsonl": OK + OK2}, env=ASCII_LOCALE, stdout_check=json_field("trace", "trac\\udcc3\\udca9.jsonl")),
+    Case("env-ascii-locale-sweep-output-of-a-non-ascii-trace", ("sweep", "trac\u00e9.jsonl", "--capacity", "16", "--output", "\u00f6.json"), 0,
+         files={"trac\u00e9.jsonl": OK + OK2}, env=ASCII_LOCALE, creates=("\u00f6.json",)),
+    Case("env-ascii-locale-keep-going-of-a-non-ascii-adapter", replay("t.jsonl", "--adapter", "python:nam\u00e9d.py:make", "--keep-going"), 0,
+         files={**TINY, "nam\u00e9d.py": NAMED}, env=ASCII_LOCALE,
+         stdout_check=json_field("adapter", "python:nam\\udcc3\\udca9d.py:make", name="caf\u00e9-cache")),
+    Case("env-ascii-locale-certify-of-a-non-ascii-name", ("certify", "--adapter", "python:named.py:wrong", "--policy", "lru", "--report", "r"), 3,
+         files={"named.py": NAMED}, env=ASCII_LOCALE, stderr_lines=0, stdout=r"^caf\\xe9-cache 1 \(python\): DOES NOT CONFORM",
+         creates=("r/", "r/report.json", "r/report.md", "r/lru-counterexample-1.jsonl")),
 ]
 
 CASES = TRACE_CASES + ARGUMENT_CASES + ADAPTER_CASES + OUTPUT_CASES + CORPUS_CASES + HUNT_CASES + ENV_CASES

@@ -287,16 +287,21 @@ def test_REPLAY_RESULT_2_per_request_memory_does_not_grow_with_the_trace(tmp_pat
     assert json.loads((tmp_path / "out.json").read_text())["per_request"][-1] == {"hit_tokens": 0, "prompt_tokens": 1}
 
 
-def test_spec_schemas_writes_exactly_the_checked_in_schemas_and_retires_stale_ones(tmp_path: Path) -> None:
-    """The maintainers' one schema writer: its folder is spec/schemas/ byte for byte, and a schema of
-    a message that no longer exists is removed, not left behind."""
+def test_spec_schemas_writes_exactly_the_checked_in_schemas_and_retires_those_its_manifest_lists(tmp_path: Path) -> None:
+    """The maintainers' one schema writer: its folder is spec/schemas/ byte for byte, manifest.json
+    included, and a schema an earlier run's manifest lists that is no longer written (of a message
+    that no longer exists) is removed, not left behind; a schema no manifest lists is not kvspec's,
+    and stays."""
     (tmp_path / "adapter").mkdir()
     (tmp_path / "adapter" / "retired.schema.json").write_text("{}\n")
+    (tmp_path / "adapter" / "users.schema.json").write_text("{}\n")
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "kvspec-schemas/1", "schemas": ["adapter/retired.schema.json"]}))
     assert cli.main(["spec", "schemas", str(tmp_path)]) == 0
     checked_in = ROOT / "spec" / "schemas"
-    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.schema.json"))
-    assert written == sorted(p.relative_to(checked_in).as_posix() for p in checked_in.rglob("*.schema.json"))
-    assert all((tmp_path / name).read_bytes() == (checked_in / name).read_bytes() for name in written), "regenerate: kvspec spec schemas"
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json"))
+    assert written == sorted([*(p.relative_to(checked_in).as_posix() for p in checked_in.rglob("*.json")), "adapter/users.schema.json"])
+    assert all((tmp_path / name).read_bytes() == (checked_in / name).read_bytes() for name in written if name != "adapter/users.schema.json"), \
+        "regenerate: kvspec spec schemas"
 
 
 def commands(parser: argparse.ArgumentParser, name: str = "kvspec") -> Iterator[tuple[str, argparse.ArgumentParser]]:

@@ -132,14 +132,20 @@ class Stopped(BaseException):
     pass
 
 
-def test_a_signal_as_the_temporary_file_is_made_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SIGTERM right after the temporary file exists, before the block that removes it on failure
-    has begun (CI met it once: `.out.json.w6msyvrk.json` left): it waits, and arrives inside."""
+@pytest.mark.parametrize("at", [1, 2], ids=["the-check-s-probe", "the-output-s-temporary-file"])
+def test_a_signal_as_the_temporary_file_is_made_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int) -> None:
+    """SIGTERM right after a temporary file exists, before the block that removes it on failure
+    has begun (CI met it once: `.out.json.w6msyvrk.json` left): it waits, and arrives inside. The
+    first is the check's probe (check_output makes a file beside the output and removes it), the
+    second the output's own."""
     made = tempfile.mkstemp
+    calls = []
 
     def mkstemp_then_sigterm(**names: Any) -> tuple[int, str]:
         created = made(**names)
-        signal.raise_signal(signal.SIGTERM)
+        calls.append(created)
+        if len(calls) == at:
+            signal.raise_signal(signal.SIGTERM)
         return created
 
     def stop(signum: int, frame: object) -> None:
@@ -152,5 +158,5 @@ def test_a_signal_as_the_temporary_file_is_made_leaves_no_file(tmp_path: Path, m
             temporary.write_text("{}")
     finally:
         signal.signal(signal.SIGTERM, before)
-    assert list(tmp_path.iterdir()) == []
+    assert len(calls) == at and list(tmp_path.iterdir()) == []
     assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == set()  # the mask is as it was

@@ -24,6 +24,7 @@ from distributed import LocalCluster
 from test_bad_input import ended, environment, processes_left
 
 from kvspec.conformance import cli
+from kvspec.conformance.core.extras import install_hint
 from kvspec.conformance.core.parallel import Cluster, Processes
 from kvspec.reference import ALL_POLICIES, POLICIES, KvspecError
 
@@ -205,7 +206,7 @@ def test_a_scheduler_that_never_answers_is_one_error_within_the_connect_timeout(
 def test_the_scheduler_without_dask_names_the_extra(trace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` finds where dask is not installed
     assert cli.main(["sweep", str(trace), "--scheduler", "tcp://127.0.0.1:8786"]) == 1
-    assert capsys.readouterr().err == "kvspec: error: --scheduler needs dask.distributed: pip install 'kvspec[cluster]'\n"
+    assert capsys.readouterr().err == f"kvspec: error: --scheduler needs dask.distributed: {install_hint('cluster')}\n"  # tests/test_environment.py proves the hint
 
 
 # kvspec campaign ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from kvspec.conformance.certification.dialect_search import Search, find_dialect
 from kvspec.conformance.certification.faults import Fault, Location
 from kvspec.conformance.certification.lockstep import Divergence
 from kvspec.conformance.certification.report import Report, build_report, write_report
-from kvspec.conformance.core.output import written_whole
+from kvspec.conformance.core.output import model_json, write_text, written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, SPEC_VERSION, KvspecError
 from kvspec.reference.constants import AnyPolicyName
@@ -362,9 +362,9 @@ def write_campaign(path: Path, planned: list[Planned], found: list[Certified], f
     campaign = CampaignReport(kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"),
                               campaign=str(path), conforms=all(e.report.conforms for e in entries), certifications=entries)
     with written_whole(folder / "campaign.json") as temporary:
-        temporary.write_text(campaign.model_dump_json(indent=2) + "\n")
+        write_text(temporary, model_json(campaign, indent=2) + "\n")
     with written_whole(folder / "campaign.md") as temporary:
-        temporary.write_text(markdown(campaign))
+        write_text(temporary, markdown(campaign))
     return campaign
 
 

@@ -19,7 +19,7 @@ from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, spec_accept
 from kvspec.conformance.certification.faults import Fault
 from kvspec.conformance.certification.lockstep import Divergence, shown
 from kvspec.conformance.certification.machine import wide_knobs
-from kvspec.conformance.core.output import written_whole
+from kvspec.conformance.core.output import model_json, write_text, written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import canonical
@@ -275,11 +275,11 @@ def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Fi
                             f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
                             divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(path) as temporary:
-            temporary.write_text(canonical(case))
+            write_text(temporary, canonical(case))
         trace_file, command = path.name, reproduction.verify_command(path)
     elif divergence.config is not None and divergence.trace:
         with written_whole(path) as temporary:
-            temporary.write_text(trace_lines(divergence.trace))
+            write_text(temporary, trace_lines(divergence.trace))
         trace_file, command = path.name, reproduction.replay_command(divergence.config, path)
     if divergence.benefit is not None:
         config = dict(divergence.benefit["config"])
@@ -521,9 +521,9 @@ def clause_line(failure: Failure) -> str:
 
 def write_report(report: Report, directory: Path) -> None:
     with written_whole(directory / "report.json") as temporary:
-        temporary.write_text(report.model_dump_json(indent=2) + "\n")
+        write_text(temporary, model_json(report, indent=2) + "\n")
     with written_whole(directory / "report.md") as temporary:
-        temporary.write_text(markdown(report))
+        write_text(temporary, markdown(report))
 
 
 def schema_texts() -> dict[str, str]:

@@ -5,15 +5,15 @@ command's module says what its arguments are and calls the package that does the
 imports as it runs: building the parser and printing help load none of it (tests/test_startup.py)."""
 
 import argparse
-import os
 import shlex
 import signal
 import sys
 from importlib import import_module
 from typing import Any
 
-from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser
+from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser, check_dialects
 from kvspec.conformance.cli.interruption import Interrupted, interrupted, unless_interrupted
+from kvspec.conformance.core.streams import stdout_failure
 from kvspec.reference import SPEC_VERSION, KvspecError
 
 # Each command and the module that adds it, in --help's order.
@@ -55,7 +55,9 @@ def check_outputs(args: argparse.Namespace) -> None:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            raise KvspecError("--plot needs matplotlib: pip install 'kvspec[plot]'")
+            from kvspec.conformance.core.extras import install_hint
+
+            raise KvspecError(f"--plot needs matplotlib: {install_hint('plot')}")
     folders = getattr(args, "folders", {})
     files = [name for name in ("output", "plot") if getattr(args, name, None) is not None and name not in folders]
     named = [name for name in folders if getattr(args, name) is not None]
@@ -69,24 +71,31 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_folder(getattr(args, name), folders[name])
 
 
-def failed_stream() -> str:
-    """What an error that names no file failed on: standard output, the one stream kvspec writes
-    that has no name (a full device, a pipe its reader closed; an adapter's pipes fail as
-    AdapterFailure). Its writes now go nowhere, so that the flush at exit adds no second message."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return "standard output"
+def failure(error: OSError) -> str:
+    """What failed, for an OSError nothing on the way named: its file (standard output's names it:
+    conformance/core/streams.py), else the working folder if it is gone (a path relative to it
+    cannot be resolved), else the system's words alone."""
+    if error.filename is not None:
+        return f"{error.filename}: {error.strerror}"
+    from kvspec.conformance.core.output import WORKING_FOLDER_GONE, working_folder_gone
+
+    return WORKING_FOLDER_GONE if working_folder_gone() else error.strerror or str(error)
 
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    args = build_parser(given[0] if given else None).parse_args(given)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, interrupted)
     try:
         try:
+            args = build_parser(given[0] if given else None).parse_args(given)  # --help and --version write to standard output
+            check_dialects(args)
             check_outputs(args)
             status = args.handler(args)
             sys.stdout.flush()
+            swallowed = stdout_failure()  # a failed write that something on the way caught
+            if swallowed is not None:
+                raise swallowed
         except Exception:
             unless_interrupted()  # what the interruption's unwinding raised in its place (Hypothesis's engine may)
             raise
@@ -96,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kvspec: error: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"kvspec: error: {error.filename or failed_stream()}: {error.strerror}", file=sys.stderr)
+        print(f"kvspec: error: {failure(error)}", file=sys.stderr)
         return 1
     except Interrupted as stop:  # its handler has ended every implementation's process group
         print("kvspec: interrupted", file=sys.stderr)

@@ -11,11 +11,11 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from kvspec.conformance.cli.progress import Progress
 from kvspec.conformance.cli.spool import Spool, write_result
-from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, bundled_trace_path
+from kvspec.reference import POLICIES, ConfigError, KvspecError, ReplayConfig, TraceFile, bundled_trace_path
 from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 from kvspec.reference.replay import Replayed
@@ -42,6 +42,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """argparse's, without its silence: a --help or --version that standard output refuses
+        (closed, full) is a failure to say, and flushed here, not at exit, where it could not be."""
+        if message:
+            stream = file or sys.stderr
+            stream.write(message)
+            stream.flush()
 
 
 def subcommand(parent: Any, name: str, done: str, finding: str = "", **texts: str) -> Parser:
@@ -118,8 +126,30 @@ def add_dialect(command: argparse.ArgumentParser, what: str, repeatable: bool = 
 
 
 def dialect_of(args: argparse.Namespace, policy: str) -> Dialect:
-    """The dialect --dialect and --variation name for ``policy`` (DIALECT-2 to DIALECT-5)."""
-    return dialect_for(policy, args.dialect, tuple(args.variation))
+    """The dialect --dialect and --variation name for ``policy`` (DIALECT-2 to DIALECT-5); where
+    ``policy`` has none, the error names the policies that have one, as --policy options, or says
+    that none has."""
+    try:
+        return dialect_for(policy, args.dialect, tuple(args.variation))
+    except ConfigError as error:
+        others = dialect_policies(args.dialect, args.variation)
+        if not others:
+            asked = ", ".join([*([args.dialect] if args.dialect else []), *args.variation])
+            raise KvspecError(f"{error}, and no policy has a dialect of {asked}") from None
+        if policy not in others:
+            raise KvspecError(f"{error}: give {' or '.join(f'--policy {other}' for other in others)}") from None
+        raise
+
+
+def check_dialects(args: argparse.Namespace) -> None:
+    """Before any work: the dialect asked for, against each policy the command line names (certify
+    asks for it only once the implementation has started)."""
+    named = getattr(args, "policies", None) or [getattr(args, "policy", None)]
+    if getattr(args, "dialect", None) is None and not getattr(args, "variation", None):
+        return
+    for policy in named:
+        if policy is not None:
+            dialect_of(args, policy)
 
 
 def only_policy(dialect: str | None) -> str:
@@ -130,12 +160,15 @@ def only_policy(dialect: str | None) -> str:
     return DEFAULTS.policy
 
 
+def dialect_policies(dialect: str | None, variations: list[str]) -> list[str]:
+    """Every policy that ``dialect``'s implementation has and every variation point applies to."""
+    return [policy for policy in POLICIES
+            if (dialect is None or policy in KNOWN_DIALECTS[dialect]) and all(policy in VARIATIONS[v].policies for v in variations)]
+
+
 def fitting_policies(dialect: str | None, variations: list[str]) -> list[str]:
-    """Every policy that ``dialect``'s implementation has and every variation point applies to;
-    all three if none is (dialect_for then says why for the first)."""
-    fitting = [policy for policy in POLICIES
-               if (dialect is None or policy in KNOWN_DIALECTS[dialect]) and all(policy in VARIATIONS[v].policies for v in variations)]
-    return fitting or list(POLICIES)
+    """dialect_policies; all three if none is (dialect_for then says why for the first)."""
+    return dialect_policies(dialect, variations) or list(POLICIES)
 
 
 def add_capacity(command: argparse.ArgumentParser, repeatable: bool, help: str) -> None:

@@ -59,7 +59,7 @@ def add(commands: Any) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> None:
-    from kvspec.conformance.core.output import written_whole
+    from kvspec.conformance.core.output import model_json, write_text, written_whole
     from kvspec.conformance.measurement import comparison
 
     capacities = args.capacity_bytes or []
@@ -88,7 +88,7 @@ def run_compare(args: argparse.Namespace) -> None:
         print(comparison.table(result))
     if args.output is not None:
         with written_whole(args.output, "--output") as temporary:
-            temporary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            write_text(temporary, model_json(result, indent=2) + "\n")
     if args.plot is not None:
         if isinstance(result, comparison.TraceComparison):
             comparison.plot_trace(result, args.plot)

@@ -3,7 +3,8 @@
 `spec schemas` (every JSON Schema) and `spec annotate` (the annotated spec)."""
 
 import argparse
-from pathlib import Path
+import json
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kvspec.conformance.cli.arguments import add_dialect, dialect_of, folder_path, subcommand
@@ -17,7 +18,8 @@ def add(commands: Any) -> None:
                          "the certifications' matrix)")
     actions = derived.add_subparsers(dest="action", required=True)
     schemas = subcommand(actions, "schemas", "the schemas are written",
-                         help="write every JSON Schema: the adapter protocol's messages, the fixture format and the certification report")
+                         help="write every JSON Schema (the adapter protocol's messages, the fixture format and the certification "
+                         "report) and manifest.json, their list; remove only the schemas an earlier manifest lists that are gone")
     schemas.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/schemas"), help="default: spec/schemas")
     schemas.set_defaults(handler=run_schemas, folders={"directory": ""})
     annotate = subcommand(actions, "annotate", "the annotated spec is written",
@@ -91,19 +93,55 @@ def schema_texts() -> dict[str, str]:
             **keep_going.schema_texts(), **campaign.schema_texts()}
 
 
-def run_schemas(args: argparse.Namespace) -> None:
-    """Write every schema whole, and remove the schemas of messages or formats that are gone."""
-    from kvspec.conformance.core.output import written_whole
+SCHEMAS_MANIFEST = "manifest.json"
+SCHEMAS_FORMAT = "kvspec-schemas/1"
 
+
+def run_schemas(args: argparse.Namespace) -> None:
+    """Write every schema whole, and the manifest that lists them; remove the schemas an earlier
+    run's manifest lists that this run does not write (of messages or formats that are gone), and
+    nothing else: a file kvspec did not write is not kvspec's to remove."""
+    from kvspec.conformance.core.output import write_text, written_whole
+
+    written_before = schemas_written_before(args.directory)  # a manifest not this command's refused first
     texts = schema_texts()
-    for stale in [*args.directory.glob("*.schema.json"), *args.directory.glob("*/*.schema.json")]:
-        if stale.relative_to(args.directory).as_posix() not in texts:
-            stale.unlink()
+    for retired in sorted(written_before - texts.keys()):
+        (args.directory / retired).unlink(missing_ok=True)
     for name, text in texts.items():
         (args.directory / name).parent.mkdir(parents=True, exist_ok=True)
         with written_whole(args.directory / name) as temporary:
-            temporary.write_text(text, encoding="utf-8")
-    print(f"{len(texts)} schemas in {args.directory}")
+            write_text(temporary, text)
+    with written_whole(args.directory / SCHEMAS_MANIFEST) as temporary:
+        write_text(temporary, json.dumps({"format": SCHEMAS_FORMAT, "schemas": sorted(texts)}, indent=1) + "\n")
+    print(f"{len(texts)} schemas and {SCHEMAS_MANIFEST} in {args.directory}")
+
+
+def schemas_written_before(directory: Path) -> set[str]:
+    """The schemas the manifest in ``directory`` lists; none without one. A manifest.json that is
+    not this command's (another format, or a path outside the folder) is refused before anything
+    is written or removed."""
+    path = directory / SCHEMAS_MANIFEST
+    if not path.exists():
+        return set()
+    try:
+        manifest = json.loads(path.read_bytes())
+    except ValueError as error:
+        raise KvspecError(f"{path}: not the manifest kvspec spec schemas writes (not JSON: {error}): give another FOLDER") from None
+    listed = manifest.get("schemas") if isinstance(manifest, dict) else None
+    if not (isinstance(manifest, dict) and manifest.get("format") == SCHEMAS_FORMAT and isinstance(listed, list)):
+        raise KvspecError(f"{path}: not the manifest kvspec spec schemas writes (one whose format is {SCHEMAS_FORMAT}): give another FOLDER")
+    outside = [name for name in listed if not inside(name)]
+    if outside:
+        raise KvspecError(f"{path}: lists {outside[0]!r}, which is no schema file inside {directory}: nothing is removed by it")
+    return set(listed)
+
+
+def inside(name: object) -> bool:
+    """Whether ``name`` is a manifest's path of a schema under its folder: relative, without `..`."""
+    if not isinstance(name, str):
+        return False
+    path = PurePosixPath(name)
+    return name.endswith(".schema.json") and not path.is_absolute() and ".." not in path.parts and "\\" not in name
 
 
 def run_matrix(args: argparse.Namespace) -> None:

@@ -1,5 +1,5 @@
-"""What every concern of the conformance tooling shares, and nothing above it: writing files whole
-(output), reading the clause citations of the code (citations) and the annotated spec built from
-them (annotated_spec), the workloads every side sends
-(workloads: numberings, the conversation generator, the fixed probes) and the benefit policy's
-requests as JSON (benefit_requests)."""
+"""What every concern of the conformance tooling shares, and nothing above it: the standard streams
+made sound as the command starts (streams), writing files whole (output), the install command of an
+optional extra (extras), reading the clause citations of the code (citations) and the annotated spec
+built from them (annotated_spec), the workloads every side sends (workloads: numberings, the
+conversation generator, the fixed probes) and the benefit policy's requests as JSON (benefit_requests)."""

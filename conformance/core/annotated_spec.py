@@ -14,6 +14,11 @@ tests/test_spec.py has it: the id appears in the test's file (underscores read a
 listed as the test function that holds the id, or as the file where the id is at module level.
 Only the reference is shown: adapters/ and conformance/ cite the policy clauses to say which
 rule a message carries or a mutant breaks, not to implement it.
+
+A file it reads that Python cannot (a test not in its encoding, not Python, or nested deeper than
+Python's parser goes; a spec document not in UTF-8) ends the run with one line naming it, and
+nothing written: an annotated spec that silently left a file's tests out would be wrong, and a
+checkout whose tests do not parse is one pytest refuses as well.
 """
 
 import ast
@@ -24,8 +29,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from kvspec.conformance.core.citations import CLAUSE_LINE, REFERENCE, citations, cited
+from kvspec.conformance.core.citations import CLAUSE_LINE, REFERENCE, citations, cited, python_source
 from kvspec.conformance.core.output import written_whole
+from kvspec.reference import KvspecError
 
 # tests about the spec as a whole, which cite ids as data, name no clause
 NOT_CLAUSE_TESTS = {"test_spec.py", "test_annotated_spec.py"}
@@ -51,7 +57,7 @@ def annotated_documents(checkout: Path) -> list[str]:
     grammar reads (documents of other ids, such as PROTO-n and FIX-n, are left out)."""
     names = []
     for path in sorted((checkout / "spec").glob("*.md")):
-        ids = CLAUSE_LINE.findall(path.read_text(encoding="utf-8"))
+        ids = CLAUSE_LINE.findall(spec_text(path, checkout))
         if ids and all(cited(clause) == {clause} for clause in ids):
             names.append(path.stem)
     return names
@@ -110,9 +116,8 @@ def reference_code() -> tuple[dict[str, list[Shown]], dict[str, list[str]]]:
     sources: dict[str, list[str]] = {}
     for path in sorted(REFERENCE.rglob("*.py")):
         file = path.relative_to(REFERENCE).as_posix()
-        source = path.read_text(encoding="utf-8")
+        source, tree = python_source(path, str(path))
         sources[file] = source.splitlines()
-        tree = ast.parse(source)
         lines, calls = citations(str(path))
         spans = [(first_line(node), node.end_lineno or node.lineno, name) for name, node in functions(tree)]
         by_start = {first: name for first, _, name in spans}
@@ -143,10 +148,10 @@ def naming_tests(checkout: Path) -> dict[str, list[str]]:
         if path.name in NOT_CLAUSE_TESTS:
             continue
         file = "tests/" + path.relative_to(folder).as_posix()
-        source = path.read_text(encoding="utf-8")
+        source, tree = python_source(path, file)
         spans = [
             (first_line(node), node.end_lineno or node.lineno, f"{file}::{name.replace('.', '::')}")
-            for name, node in functions(ast.parse(source))
+            for name, node in functions(tree)
             if node.name.startswith("test")
         ]
         for number, text in enumerate(source.splitlines(), 1):
@@ -196,7 +201,7 @@ def annotated(name: str, checkout: Path = Path()) -> str:
     ours = set(annotated_documents(checkout))
     shown, sources = reference_code()
     named = naming_tests(checkout)
-    text = (checkout / "spec" / f"{name}.md").read_text(encoding="utf-8")
+    text = spec_text(checkout / "spec" / f"{name}.md", checkout)
 
     def relink(match: re.Match[str]) -> str:
         target = match[1]
@@ -255,12 +260,22 @@ tests/test_annotated_spec.py fails while the copy here is out of date.
 """
 
 
+def spec_text(path: Path, checkout: Path) -> str:
+    """A spec document's text; or a KvspecError naming it where it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise KvspecError(f"{path.relative_to(checkout)}: byte {error.start} is not UTF-8 ({error.reason}): a spec document is UTF-8 text") from None
+
+
 def write(folder: str | Path, checkout: Path = Path()) -> None:
-    """Write every annotated document of ``checkout`` and the index into ``folder``, each file whole."""
+    """Write every annotated document of ``checkout`` and the index into ``folder``, each file
+    whole, once every one is made: a file the annotation cannot read (a test that is not Python)
+    ends it with nothing written."""
     target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
     names = annotated_documents(checkout.resolve())
     texts = {f"{name}.md": annotated(name, checkout) for name in names} | {"README.md": index(names)}
+    target.mkdir(parents=True, exist_ok=True)
     for file, text in sorted(texts.items()):
         with written_whole(target / file) as temporary:
             temporary.write_bytes(text.encode("utf-8"))

@@ -6,6 +6,7 @@ left out, so that what a computation exercised does not depend on which contract
 """
 
 import ast
+import importlib.util
 import io
 import re
 import tokenize
@@ -13,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 import kvspec.reference
+from kvspec.reference import KvspecError
 
 PREFIXES = "BEN|REPLAY|S3|LRU|FIFO|DIALECT"
 CITATION = re.compile(rf"\b((?:{PREFIXES})(?:-[A-Z]+)*)-(\d+)(?:\.\.(\d+)| to (?:{PREFIXES})(?:-[A-Z]+)*-(\d+))?")
@@ -28,12 +30,30 @@ def cited(text: str) -> set[str]:
     return ids
 
 
+def python_source(path: Path, shown: str) -> tuple[str, ast.Module]:
+    """The text of a Python file and its syntax tree; or a KvspecError naming it as ``shown`` where
+    Python could not read it: not in its encoding (UTF-8, or the one its coding line names), not
+    Python, or nested deeper than Python's parser goes."""
+    data = path.read_bytes()
+    try:
+        source = importlib.util.decode_source(data)
+        return source, ast.parse(source)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise KvspecError(f"{shown}:{line}: cannot be read as Python: not {error.encoding} ({error.reason})") from None
+    except SyntaxError as error:  # a bad coding line too
+        raise KvspecError(f"{shown}:{error.lineno or 1}: cannot be read as Python: {error.msg}") from None
+    except ValueError as error:  # a NUL byte
+        raise KvspecError(f"{shown}: cannot be read as Python: {error}") from None
+    except (RecursionError, MemoryError):  # what CPython's parser raises past its depth, not memory exhausted
+        raise KvspecError(f"{shown}: cannot be read as Python: nested deeper than Python's parser goes") from None
+
+
 @cache
 def citations(path: str) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
     """For one source file: line -> clauses cited on it, and a function's first line (its first
     decorator's, as its code object has it) -> clauses its docstring cites."""
-    source = Path(path).read_text(encoding="utf-8")
-    tree = ast.parse(source)
+    source, tree = python_source(Path(path), path)
     skipped: set[int] = set()
     calls: dict[int, set[str]] = {}
     for node in ast.walk(tree):

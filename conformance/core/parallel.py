@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from distributed import Client
 
 T = TypeVar("T", covariant=True)
-CLUSTER_EXTRA = "pip install 'kvspec[cluster]'"
 
 
 class Job(Protocol[T]):
@@ -180,7 +179,9 @@ class Cluster:
         try:
             from distributed import Client
         except ImportError:
-            raise KvspecError(f"--scheduler needs dask.distributed: {CLUSTER_EXTRA}") from None
+            from kvspec.conformance.core.extras import install_hint
+
+            raise KvspecError(f"--scheduler needs dask.distributed: {install_hint('cluster')}") from None
         self.address = address
         self.finished = finished
         self.client: Client | None = None

@@ -122,7 +122,9 @@ def hunt(search: str, budget: float, per_condition: float, pair: tuple[str, str]
     command = crosshair_command(search, per_condition, pair)
     shown = " ".join(["crosshair", *command[3:]])
     if importlib.util.find_spec("crosshair") is None:  # the same interpreter runs the search
-        raise KvspecError(f"hunt: {shown}: CrossHair is not installed (pip install 'kvspec[hunt]')")
+        from kvspec.conformance.core.extras import install_hint
+
+        raise KvspecError(f"hunt: {shown}: CrossHair is not installed ({install_hint('hunt')})")
     started = time.perf_counter()
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=budget, env={**os.environ, "KVSPEC_CONTRACTS": "all"})
