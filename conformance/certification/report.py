@@ -2,7 +2,6 @@
 Markdown, with each counterexample saved as a Mooncake trace that `kvspec replay` replays."""
 
 import json
-import shlex
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
@@ -19,6 +18,7 @@ from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, spec_accept
 from kvspec.conformance.certification.faults import Fault
 from kvspec.conformance.certification.lockstep import Divergence, shown
 from kvspec.conformance.certification.machine import wide_knobs
+from kvspec.conformance.core.commands import reaching, shell_command
 from kvspec.conformance.core.output import model_json, write_text, written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
@@ -227,32 +227,24 @@ class Reproduction:
     reply_timeout: float = REPLY_TIMEOUT
     start_timeout: float = START_TIMEOUT
 
-    def reaching(self) -> list[str]:
-        words = ["--adapter", self.adapter]
-        if self.reply_timeout != REPLY_TIMEOUT:
-            words += ["--reply-timeout", repr(self.reply_timeout)]
-        if self.start_timeout != START_TIMEOUT:
-            words += ["--start-timeout", repr(self.start_timeout)]
-        return words
-
     def replay_command(self, config: AdapterConfig, trace_file: Path) -> str:
         """The trace through the implementation in lockstep with the reference, in the finding's
         dialect: it stops at the divergence. Every knob the configuration gave goes with it, an
         LRU's or FIFO's S3FIFO knobs too where they are not the defaults (REPLAY-CONF-3 says they
         are ignored: an implementation that reads them shows it)."""
-        words = ["kvspec", "replay", str(trace_file), *self.reaching(), "--policy", config.policy, "--capacity", str(config.capacity),
-                 "--block-size", str(config.block_size)]
+        words = ["kvspec", "replay", str(trace_file), *reaching(self.adapter, self.reply_timeout, self.start_timeout), "--policy",
+                 config.policy, "--capacity", str(config.capacity), "--block-size", str(config.block_size)]
         if config.policy == "s3fifo" or config.small_ratio != DEFAULTS.small_ratio:
             words += ["--small-ratio", repr(config.small_ratio)]
         if config.policy == "s3fifo" or config.max_freq != DEFAULTS.max_freq:
             words += ["--max-freq", str(config.max_freq)]
         if self.dialect:
             words += ["--variation", ",".join(in_catalogue_order(self.dialect))]
-        return shlex.join(words)
+        return shell_command(words)
 
     def verify_command(self, case_file: Path) -> str:
         """The benefit operations' case through the implementation: `kvspec fixtures verify` replays it."""
-        return shlex.join(["kvspec", "fixtures", "verify", str(case_file), *self.reaching()])
+        return shell_command(["kvspec", "fixtures", "verify", str(case_file), *reaching(self.adapter, self.reply_timeout, self.start_timeout)])
 
 
 def counterexample_file(directory: Path, policy: str, number: int, divergence: Divergence) -> Path:

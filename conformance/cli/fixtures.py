@@ -5,7 +5,6 @@ maintainers.py."""
 import argparse
 import json
 import re
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,9 +102,7 @@ def corpus_of(given: Path | None) -> tuple[Path, str | None]:
 def alone(args: argparse.Namespace, result: "CaseResult", installed: bool) -> str:
     """The command that verifies ``result``'s case alone, with the same adapter and timeouts: by
     its id when it is a case of the installed corpus, by its file otherwise."""
-    from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT
+    from kvspec.conformance.core.commands import reaching, shell_command
 
-    words = ["kvspec", "fixtures", "verify", result.id if installed else str(result.file), "--adapter", args.adapter]
-    for option, seconds, default in (("--reply-timeout", args.reply_timeout, REPLY_TIMEOUT), ("--start-timeout", args.start_timeout, START_TIMEOUT)):
-        words += [option, repr(seconds)] if seconds != default else []
-    return shlex.join(words)
+    case = result.id if installed else str(result.file)
+    return shell_command(["kvspec", "fixtures", "verify", case, *reaching(args.adapter, args.reply_timeout, args.start_timeout)])
