@@ -117,9 +117,49 @@ class Dies:
         os._exit(70)
 
 
-def test_a_local_worker_that_dies_is_one_error() -> None:
-    with pytest.raises(KvspecError, match=r"^a worker process ended abruptly \(killed, or out of memory\?\); nothing was written$"):
-        Processes(2, lambda done, total, label: None).run([Dies("the job")])
+@dataclass(frozen=True)
+class Killed:
+    """A job whose worker process is killed, as the kernel kills one out of memory."""
+
+    label: str
+
+    def __call__(self) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class Survived(Dies):
+    """A job whose worker process ends, and that says what that means (as a certification does)."""
+
+    def died(self, how: str) -> str:
+        return f"{self.label}: {how}"
+
+
+@dataclass(frozen=True)
+class Label:
+    """A job that returns its label, a moment after it is sent (so that the one that dies dies first)."""
+
+    label: str
+
+    def __call__(self) -> str:
+        time.sleep(0.2)
+        return self.label
+
+
+@pytest.mark.parametrize("job, how", [(Dies("the job"), "exit status 70"), (Killed("the job"), "killed by SIGKILL: out of memory?")],
+                         ids=["exits", "killed"])
+def test_a_local_worker_that_dies_is_one_error_naming_the_job(job: Any, how: str) -> None:
+    with pytest.raises(KvspecError) as raised:
+        Processes(2, lambda done, total, label: None).run([Label("before"), job, Label("after")])
+    assert str(raised.value) == f"a worker process ended abruptly ({how}) while it ran the job; nothing was written"
+
+
+def test_a_job_that_says_what_its_worker_s_death_means_ends_alone() -> None:
+    """The others go on, a fresh worker in the dead one's place, each result in its job's place."""
+    told: list[tuple[int, int, str]] = []
+    results = Processes(2, lambda *done: told.append(done)).run([Survived("first"), *(Label(f"job {n}") for n in range(4)), Survived("last")])
+    assert results == ["first: exit status 70", "job 0", "job 1", "job 2", "job 3", "last: exit status 70"]
+    assert [done for done, _, _ in told] == list(range(7)) and {total for _, total, _ in told} == {6}
 
 
 def test_a_cluster_worker_that_dies_is_one_error_naming_the_job(cluster: str) -> None:

@@ -169,23 +169,25 @@ def counterexample_file(directory: Path, policy: str, number: int, divergence: D
     return directory / f"{policy}-counterexample-{number}.{'json' if divergence.benefit is not None else 'jsonl'}"
 
 
-def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
-    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``."""
+def failure_of(adapter_spec: str, policy: str, number: int, finding: Finding, directory: Path, saved_in: Path | None = None) -> Failure:
+    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``
+    (written to ``saved_in`` instead, if given: a folder moved to ``directory`` later, as a campaign's are)."""
     divergence = finding.divergence
     if divergence is None:  # the implementation broke the protocol
         return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
                        replay_command=None, steps=finding.steps)
     trace_file = command = None
     path = counterexample_file(directory, policy, number, divergence)
+    written = path if saved_in is None else saved_in / path.name
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
         case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
                             f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
                             divergence.benefit["config"], divergence.benefit["operations"])
-        with written_whole(path) as temporary:
+        with written_whole(written) as temporary:
             temporary.write_text(canonical(case))
         trace_file, command = path.name, verify_command(adapter_spec, path)
     elif divergence.config is not None and divergence.trace:
-        with written_whole(path) as temporary:
+        with written_whole(written) as temporary:
             temporary.write_text(trace_lines(divergence.trace))
         trace_file, command = path.name, replay_command(adapter_spec, divergence.config, path)
     if divergence.benefit is not None:
@@ -243,9 +245,11 @@ def found_dialect(search: Search) -> FoundDialect:
 
 
 def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
-                 outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None) -> Report:
+                 outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None,
+                 saved_in: Path | None = None) -> Report:
     """``adapter`` None: the implementation failed at its start, and ``faults`` says how. ``searches``:
-    the dialect found for each policy that did not conform (--find-dialect)."""
+    the dialect found for each policy that did not conform (--find-dialect). ``saved_in``: where the
+    counterexamples are written, if not in ``directory``, where the report names them (failure_of)."""
     searches = searches or {}
     verdicts = [
         PolicyVerdict(
@@ -254,7 +258,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
             clauses=clauses_for(outcome.policy, outcome.conforms, shown_broken(outcome), outcome.dialect),
-            failures=[failure_of(adapter_spec, outcome.policy, n, f, directory) for n, f in enumerate(outcome.findings, start=1)],
+            failures=[failure_of(adapter_spec, outcome.policy, n, f, directory, saved_in) for n, f in enumerate(outcome.findings, start=1)],
             found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
         )
         for outcome in outcomes
@@ -265,7 +269,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
         level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
         pins={k: v for k, v in vars(pins).items() if v not in (None, False)}, conforms=not faults and all(v.conforms for v in verdicts),
-        faults=[failure_of(adapter_spec, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
+        faults=[failure_of(adapter_spec, "implementation", n, f, directory, saved_in) for n, f in enumerate(faults, start=1)], policies=verdicts,
     )
 
 
