@@ -198,7 +198,7 @@ def report_of(certification: Certification, certified: Certified, directory: Pat
     """The certification's report, each counterexample saved in ``directory`` (where the report goes),
     or written to ``saved_in`` to be moved there (a campaign's)."""
     report = build_report(certification.adapter, None, certification.profile, certification.seed, certification.pins,
-                          list(certified.outcomes), list(certified.faults), directory, certified.searches, saved_in)
+                          list(certified.outcomes), list(certified.faults), directory, certified.searches, saved_in=saved_in)
     if certified.identity is None:
         return report
     identity = certified.identity

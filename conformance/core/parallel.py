@@ -410,19 +410,19 @@ NO_WORKER_DEFAULT = "60s"
 
 
 class WorkersSeen:
-    """How long the scheduler has had no worker, asked at most once a second."""
+    """How long the scheduler has been seen without a worker, asked at most once a second."""
 
     def __init__(self, client: "Client") -> None:
         self.client = client
-        self.seen = self.asked = time.monotonic()
+        self.asked = time.monotonic()
+        self.without: float | None = None  # when it was first seen without one, since it last had one
 
     def none_for(self) -> float:
         now = time.monotonic()
         if now - self.asked >= 1.0:
             self.asked = now
-            if self.client.nthreads():
-                self.seen = now
-        return now - self.seen
+            self.without = None if self.client.nthreads() else self.without or now
+        return 0.0 if self.without is None else now - self.without
 
 
 def duration(key: str, default: str | None) -> float:
