@@ -296,6 +296,19 @@ def test_an_interruption_while_a_campaign_s_reports_are_moved_into_place_waits_f
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
 
 
+def test_a_campaign_s_reports_replace_those_of_the_run_before_and_nothing_else(tmp_path: Path, in_process_main: None) -> None:
+    """Moved into place file by file: a report of the run before is replaced, a file of the user's
+    beside them is kept (a campaign removes nothing it did not write)."""
+    assert run_three(tmp_path) == 3
+    (tmp_path / "r" / "notes.md").write_text("mine\n")
+    (tmp_path / "r" / "a" / "canonical" / "seed-0" / "notes.md").write_text("mine too\n")
+    assert run_three(tmp_path, "thorough") == 3
+    assert json.loads((tmp_path / "r" / "a" / "canonical" / "seed-0" / "report.json").read_text())["profile"] == "thorough"
+    assert (tmp_path / "r" / "notes.md").read_text() == "mine\n"
+    assert (tmp_path / "r" / "a" / "canonical" / "seed-0" / "notes.md").read_text() == "mine too\n"
+    assert not [name for folder in (tmp_path, tmp_path / "r") for name in os.listdir(folder) if name.startswith(".")]
+
+
 # A scheduler without a worker ------------------------------------------------------------------------
 
 
