@@ -29,7 +29,7 @@ from kvspec.conformance.certification.dialect_search import Search, find_dialect
 from kvspec.conformance.certification.faults import Fault, Location
 from kvspec.conformance.certification.lockstep import Divergence
 from kvspec.conformance.certification.report import Report, build_report, write_report
-from kvspec.conformance.core.output import INTERRUPTIONS, check_folder, refused, written_whole
+from kvspec.conformance.core.output import INTERRUPTIONS, check_folder, refused
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, SPEC_VERSION, KvspecError
 from kvspec.reference.constants import AnyPolicyName
@@ -495,8 +495,8 @@ def write_campaign(path: Path, planned: list[Planned], found: list[Certified], f
                                   folder=plan_.folder, report=report))
     campaign = CampaignReport(kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"),
                               campaign=str(path), conforms=all(e.report.conforms for e in entries), certifications=entries)
-    (staging / "campaign.json").write_text(campaign.model_dump_json(indent=2) + "\n")
-    (staging / "campaign.md").write_text(markdown(campaign))
+    (staging / "campaign.json").write_text(campaign.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (staging / "campaign.md").write_text(markdown(campaign), encoding="utf-8")
     moved_into_place(staging, folder)
     return campaign
 

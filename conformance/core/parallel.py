@@ -144,7 +144,11 @@ class Processes:
                 while waiting and len(running) < self.count:
                     worker = idle.pop() if idle else Worker([*running, *idle])
                     number = waiting.popleft()
-                    worker.connection.send(jobs[number])
+                    try:
+                        worker.connection.send(jobs[number])
+                    except OSError:  # the worker was ended from outside before its job reached it
+                        stop([worker], done=False)
+                        raise KvspecError(abruptly(worker, f"before it ran {jobs[number].label}")) from None
                     running[worker] = number
                 for worker in ready(running):
                     number = running.pop(worker)
@@ -154,8 +158,7 @@ class Processes:
                         raise error from WorkerTraceback(text)
                     if kind == "ended":
                         stop([worker], done=False)
-                        label = jobs[number].label
-                        results[number] = ended(jobs[number], value, f"a worker process ended abruptly ({value}) while it ran {label}; nothing was written")
+                        results[number] = ended(jobs[number], value, abruptly(worker, f"while it ran {jobs[number].label}", value))
                     else:
                         results[number] = value
                         idle.append(worker)
@@ -192,6 +195,11 @@ def ready(running: dict[Worker, int]) -> list[Worker]:
     """The workers that sent what came of their job, or ended."""
     by_handle = {handle: worker for worker in running for handle in (worker.connection, worker.process.sentinel)}
     return list(dict.fromkeys(by_handle[handle] for handle in multiprocessing.connection.wait(list(by_handle))))
+
+
+def abruptly(worker: Worker, when: str, how: str = "") -> str:
+    """kvspec's error when a worker ended ``how`` (as its exit code says, if not given), ``when``."""
+    return f"a worker process ended abruptly ({how or ending(worker.process.exitcode)}) {when}; nothing was written"
 
 
 def ending(code: int | None) -> str:
