@@ -118,9 +118,49 @@ class Dies:
         os._exit(70)
 
 
-def test_a_local_worker_that_dies_is_one_error() -> None:
-    with pytest.raises(KvspecError, match=r"^a worker process ended abruptly \(killed, or out of memory\?\); nothing was written$"):
-        Processes(2, lambda done, total, label: None).run([Dies("the job")])
+@dataclass(frozen=True)
+class Killed:
+    """A job whose worker process is killed, as the kernel kills one out of memory."""
+
+    label: str
+
+    def __call__(self) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class Survived(Dies):
+    """A job whose worker process ends, and that says what that means (as a certification does)."""
+
+    def died(self, how: str) -> str:
+        return f"{self.label}: {how}"
+
+
+@dataclass(frozen=True)
+class Label:
+    """A job that returns its label, a moment after it is sent (so that the one that dies dies first)."""
+
+    label: str
+
+    def __call__(self) -> str:
+        time.sleep(0.2)
+        return self.label
+
+
+@pytest.mark.parametrize("job, how", [(Dies("the job"), "exit status 70"), (Killed("the job"), "killed by SIGKILL: out of memory?")],
+                         ids=["exits", "killed"])
+def test_a_local_worker_that_dies_is_one_error_naming_the_job(job: Any, how: str) -> None:
+    with pytest.raises(KvspecError) as raised:
+        Processes(2, lambda done, total, label: None).run([Label("before"), job, Label("after")])
+    assert str(raised.value) == f"a worker process ended abruptly ({how}) while it ran the job; nothing was written"
+
+
+def test_a_job_that_says_what_its_worker_s_death_means_ends_alone() -> None:
+    """The others go on, a fresh worker in the dead one's place, each result in its job's place."""
+    told: list[tuple[int, int, str]] = []
+    results = Processes(2, lambda *done: told.append(done)).run([Survived("first"), *(Label(f"job {n}") for n in range(4)), Survived("last")])
+    assert results == ["first: exit status 70", "job 0", "job 1", "job 2", "job 3", "last: exit status 70"]
+    assert [done for done, _, _ in told] == list(range(7)) and {total for _, total, _ in told} == {6}
 
 
 def test_a_cluster_worker_that_dies_is_one_error_naming_the_job(cluster: str) -> None:
@@ -130,6 +170,26 @@ def test_a_cluster_worker_that_dies_is_one_error_naming_the_job(cluster: str) ->
             workers.run([Dies("the job that dies")])
     finally:
         workers.close()
+
+
+def test_PROTO_29_an_in_process_implementation_that_kills_its_dask_workers_is_its_certification_s_fault(
+        cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each worker that runs one of its certifications dies (a nanny starts another): once past
+    Dask's allowed failures (0 here), that certification is the implementation's failure, and the
+    campaign goes on to the next. It ended the campaign: "the workers died that ran ...", exit 1.
+    (A certification of another implementation queued on the same worker would count that death
+    as its own, as Dask counts it: allowed-failures, 3 by default, is what runs it again.)"""
+    from test_hostile_campaign import IN_PROCESS, KILLS_ITS_PROCESS
+
+    (tmp_path / "kills.py").write_text(KILLS_ITS_PROCESS)
+    adapter = f"{IN_PROCESS}:{tmp_path / 'kills.py'}:factory"
+    (tmp_path / "c.toml").write_text(f'policies = ["s3fifo"]\nseeds = [0, 1]\n[[implementations]]\nname = "kills"\nadapter = "{adapter}"\n')
+    assert cli.main(["campaign", str(tmp_path / "c.toml"), "--report", str(tmp_path / "r"), "--scheduler", cluster]) == 3
+    fault = (f"PROTO-29: at its certification: {adapter}: the worker process that called it in-process ended (every Dask worker that "
+             "ran it died) before it replied (as a process of its own that exits before replying fails PROTO-15)")
+    assert capsys.readouterr().out.splitlines()[:2] == [f"kills, canonical, seed {seed}: DOES NOT CONFORM ({fault})" for seed in (0, 1)]
+    report = json.loads((tmp_path / "r" / "campaign.json").read_text())
+    assert [[f["clauses"] for f in entry["report"]["faults"]] for entry in report["certifications"]] == [[["PROTO-29"]], [["PROTO-29"]]]
 
 
 def free_port() -> int:

@@ -253,24 +253,27 @@ def counterexample_file(directory: Path, policy: str, number: int, divergence: D
     return directory / f"{policy}-counterexample-{number}.{'json' if divergence.benefit is not None else 'jsonl'}"
 
 
-def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding, directory: Path) -> Failure:
-    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``."""
+def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding, directory: Path,
+               saved_in: Path | None = None) -> Failure:
+    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``
+    (written to ``saved_in`` instead, if given: a folder moved to ``directory`` later, as a campaign's are)."""
     divergence = finding.divergence
     if divergence is None:  # the implementation broke the protocol
         return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
                        replay_command=None, steps=finding.steps)
     trace_file = command = None
     path = counterexample_file(directory, policy, number, divergence)
+    written = path if saved_in is None else saved_in / path.name
     if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
         adapter_spec = reproduction.adapter
         case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
                             f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
                             divergence.benefit["config"], divergence.benefit["operations"])
-        with written_whole(path) as temporary:
+        with written_whole(written) as temporary:
             write_text(temporary, canonical(case))
         trace_file, command = path.name, reproduction.verify_command(path)
     elif divergence.config is not None and divergence.trace:
-        with written_whole(path) as temporary:
+        with written_whole(written) as temporary:
             write_text(temporary, trace_lines(divergence.trace))
         trace_file, command = path.name, reproduction.replay_command(divergence.config, path)
     if divergence.benefit is not None:
@@ -404,10 +407,12 @@ def found_dialect(search: Search) -> FoundDialect:
 
 def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
                  outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None,
-                 timeouts: tuple[float, float] = (REPLY_TIMEOUT, START_TIMEOUT)) -> Report:
+                 timeouts: tuple[float, float] = (REPLY_TIMEOUT, START_TIMEOUT), saved_in: Path | None = None) -> Report:
     """``adapter`` None: the implementation failed at its start, and ``faults`` says how. ``searches``:
     the dialect found for each policy that did not conform (--find-dialect). ``timeouts``: the
-    reply and start deadlines the implementation was held to, which its replay commands keep."""
+    reply and start deadlines the implementation was held to, which its replay commands keep.
+    ``saved_in``: where the counterexamples are written, if not in ``directory``, where the report
+    names them (failure_of)."""
     searches = searches or {}
     reached = Reproduction(adapter_spec, CANONICAL, *timeouts)
     verdicts = [
@@ -417,7 +422,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
             conforms=outcome.conforms,
             examples_per_second=outcome.examples_per_second,
             clauses=clauses_for(outcome),
-            failures=[failure_of(replace(reached, dialect=outcome.dialect), outcome.policy, n, f, directory)
+            failures=[failure_of(replace(reached, dialect=outcome.dialect), outcome.policy, n, f, directory, saved_in)
                       for n, f in enumerate(outcome.findings, start=1)],
             behaviour=behaviour_of(outcome),
             found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
@@ -430,7 +435,7 @@ def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, pr
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
         level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
         pins={k: v for k, v in vars(pins).items() if v not in (None, False)}, conforms=not faults and all(v.conforms for v in verdicts),
-        faults=[failure_of(reached, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)], policies=verdicts,
+        faults=[failure_of(reached, "implementation", n, f, directory, saved_in) for n, f in enumerate(faults, start=1)], policies=verdicts,
     )
 
 

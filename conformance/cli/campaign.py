@@ -28,16 +28,16 @@ def add(commands: Any) -> None:
 
 
 def run_campaign(args: argparse.Namespace) -> int:
-    from kvspec.conformance.certification.campaign import read_campaign, without_policies, write_campaign
+    from kvspec.conformance.certification.campaign import read_campaign, staged, without_policies, write_campaign
     from kvspec.conformance.cli.interruption import unless_interrupted
     from kvspec.conformance.cli.jobs import job_workers
 
     planned = read_campaign(args.campaign)
-    with job_workers(args, tell_in_process=True) as workers:
-        found = workers.run([each.certification for each in planned])
-    unless_interrupted()
-    args.report.mkdir(parents=True, exist_ok=True)
-    campaign = write_campaign(args.campaign, planned, found, args.report)
+    with staged(args.report, planned) as staging:  # every report's folder, checked and made before the first certification
+        with job_workers(args, tell_in_process=True) as workers:
+            found = workers.run([each.certification for each in planned])
+        unless_interrupted()
+        campaign = write_campaign(args.campaign, planned, found, args.report, staging)
     for entry in campaign.certifications:
         report = entry.report
         policies = ", ".join(f"{p.policy} {'conforms' if p.conforms else 'DOES NOT CONFORM'}" for p in report.policies)

@@ -116,7 +116,8 @@ def run_trace(records: Records, path: str, capacities: list[int], block_size: in
     """Every policy of BEN-PREFIX-6 at every capacity (the benefit policy indexed, as in ``run``), then each of
     ``dialects``' policies, then the offline optimum and a cache that never evicts from one more reading;
     ``records(label)`` reads the trace afresh. Each replay is an independent job, which ``run`` runs as
-    kvspec sweep's (conformance/core/parallel.py)."""
+    kvspec sweep's (conformance/core/parallel.py); every configuration is checked before ``run`` is
+    called, so that one the spec refuses fails at once, before a cluster is sought."""
     capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
     jobs: list[TraceJob[Any]] = []
     dialect_of: list[tuple[str, Dialect] | None] = []  # each replay's dialect, as asked for; None for the canonical sides
@@ -134,6 +135,8 @@ def run_trace(records: Records, path: str, capacities: list[int], block_size: in
                 jobs.append(TraceJob(label, replay_blocks, records, (policy, capacity, block_size, model, path, dialect)))
                 dialect_of.append((name, dialect))
     blocks = [capacity // model.block_bytes(block_size) for capacity in capacities]
+    for job in jobs:  # each configuration checked before the first replay (BEN-PREFIX-6, S3-CONF-5), as a replay of no request
+        job.function((), *job.arguments)
     jobs.append(TraceJob(f"{Path(path).name}, the offline optimum and a cache that never evicts", offline_optima, records,
                          ([*blocks, INT64_MAX], block_size, path)))
     *replays, (*optima, never_evicts) = run(jobs)
