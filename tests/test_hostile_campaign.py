@@ -96,7 +96,7 @@ REFUSED = [
 
 # Every report folder, checked and made before the first certification: the first implementation never starts.
 FOLDERS = [
-    Refused("name-too-long", implementations("a", LONG), rf"--report \S+/r/{LONG}/canonical/seed-0: File name too long"),
+    Refused("name-too-long", implementations("a", LONG), rf"--report \S+/r/{LONG}/canonical/seed-0: cannot be made: File name too long"),
     Refused("a-file-in-the-way", implementations("a", "b"), r"--report \S+/r/b/canonical/seed-0: \S+/r/b is a file, not a folder",
             files={"r/b": b""}),
     Refused("campaign-json-a-folder", implementations("a"), r"--report \S+/r/campaign\.json: is a folder, not a file",
