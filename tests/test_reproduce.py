@@ -114,3 +114,20 @@ def test_the_verify_command_of_a_benefit_finding_reproduces_it(name: str, tmp_pa
     assert failures and all(json.loads((tmp_path / "report" / f.trace_file).read_text())["kind"] == "benefit" for f in failures if f.trace_file)
     for failure in failures:
         reproduces(failure, tmp_path)
+
+
+def test_the_replay_commands_of_a_campaign_s_reports_keep_their_dialect_and_deadlines(tmp_path: Path) -> None:
+    """A campaign's certification against a dialect, with a deadline of its own: its report's
+    commands are as certify's, and reproduce their findings."""
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text(f'[[implementations]]\nname = "no-min-clamp"\nadapter = "{GALLERY}:no_min_clamp"\npolicies = ["s3fifo"]\n'
+                        'dialects = ["libcachesim"]\nreply_timeout = 7.5\n', encoding="utf-8")
+    run = kvspec("campaign", str(campaign), "--report", str(tmp_path / "campaign"))
+    assert run.returncode == 3, run.stdout + run.stderr
+    report = Report.model_validate_json((tmp_path / "campaign" / "no-min-clamp" / "libcachesim" / "seed-0" / "report.json").read_text())
+    failures = [f for verdict in report.policies for f in verdict.failures if f.replay_command is not None]
+    assert failures
+    for failure in failures:
+        words = shlex.split(failure.replay_command or "")
+        assert words[words.index("--reply-timeout") + 1] == "7.5" and "--variation" in words
+        reproduces(failure, tmp_path)
