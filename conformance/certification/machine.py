@@ -11,7 +11,8 @@ drawn around every edge: the smallest valid S3FIFO caches, max_freq 0 and 1, sma
 and 1, and now and then a value from the whole domain, 2**63 - 1 and the values the spec refuses
 (REPLAY-CONF-1, REPLAY-CONF-2, S3-CONF-1, S3-CONF-5, S3-CONF-6) included, which the
 implementation must refuse too; a configuration both refused is followed by another, so that an
-example tries many and still sends requests. Where the machine finds nothing, fixed probes
+example tries many and still sends requests, and so is one they disagree on, or one the
+implementation fails at with a whole-domain knob: a configuration finding (configurations.py). Where the machine finds nothing, fixed probes
 (``probes``) follow, the same in every run: each knob's whole-domain values, and queues longer
 than 256 blocks.
 """
@@ -207,7 +208,6 @@ class CertificationMachine(RuleBasedStateMachine):
         super().__init__()
         type(self).examples += 1
         self.lockstep: Lockstep | None = None
-        self.started: Lockstep | None = None  # the example's lockstep, from its configuration on
         self.conversations = Conversations()
 
     @initialize(data=st.data())
@@ -220,7 +220,7 @@ class CertificationMachine(RuleBasedStateMachine):
         config = data.draw(config_strategy(self.policy, self.pins, non_finite=self.non_finite_ratios), label="config")
         if not self.configurations.offered(config):
             return  # one it failed at: not waited out again
-        self.started = lockstep = located_lockstep(self.implementation, config, self.dialect, self.fresh_each_example)
+        lockstep = located_lockstep(self.implementation, config, self.dialect, self.fresh_each_example)
         if configured(self.implementation, lockstep, self.configurations):
             self.lockstep = lockstep
             type(self).accepted += 1
