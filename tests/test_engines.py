@@ -19,7 +19,7 @@ from test_cli import kvspec
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.dialect_search import score
+from kvspec.conformance.certification.dialect_search import points
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
@@ -89,7 +89,7 @@ def test_DIALECT_8_a_candidate_that_gets_the_hits_right_scores_above_one_that_do
         for _ in range(2):
             lockstep.request([1], 1)
     evidence = [failed.value]
-    assert (score(implementation, frozenset(), evidence), score(implementation, frozenset({"hit-cap-last-token"}), evidence)) == (3, 4)
+    assert (sum(points(implementation, frozenset(), evidence)), sum(points(implementation, frozenset({"hit-cap-last-token"}), evidence))) == (3, 4)
 
 
 def test_keep_going_replays_an_engine_dialect_to_the_end(tmp_path: Path) -> None:

@@ -150,7 +150,7 @@ def test_a_dialect_without_the_policy_swept_is_one_line_and_nothing_written(tmp_
     run = kvspec("sweep", str(trace), "--block-size", "4", "--dialect", "s3fifo-pypi", "--policy", "lru", "--capacity", "8",
                  "--output", str(tmp_path / "out.json"))
     assert (run.returncode, run.stdout) == (1, "")
-    assert run.stderr == "kvspec: error: DIALECT-5: s3fifo-pypi has no lru dialect; it has s3fifo\n"
+    assert run.stderr == "kvspec: error: DIALECT-5: s3fifo-pypi has no lru dialect; it has s3fifo: give --policy s3fifo\n"
     assert not (tmp_path / "out.json").exists()
 
 
