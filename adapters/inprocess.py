@@ -46,6 +46,9 @@ DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
 VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
 BENEFIT_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(BenefitStateReply)
+EXIT = os._exit
+TAKEN = ("took SIGALRM away, which kvspec keeps the deadline with (PROTO-15): in kvspec's process it may not (served in a process "
+         "of its own, python:module:factory, it may)")
 HOST_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # kvspec's own interruptions (conformance/cli/interruption.py), or a host's
 ADAPTER_CLAUSE = "PROTO-"
 
@@ -56,6 +59,14 @@ class Expired(BaseException):
 
 class TimerTaken(Expired):
     """A deadline passed after the implementation took SIGALRM away (raised by the Backstop)."""
+
+
+class Exited(BaseException):
+    """The implementation called os._exit, which would end kvspec with it, silently: refused, and its failure."""
+
+
+def refused_exit(status: int) -> None:
+    raise Exited(f"called os._exit({status!r}), which would end kvspec's process with it")
 
 
 class Raised(Exception):
@@ -129,8 +140,9 @@ class Watchdog:
             self.last_tick = now
         self.due = self.deadline = now + seconds
         self.label = label
+        os._exit = refused_exit  # type: ignore[assignment]
         try:
-            return call(*args)
+            result = call(*args)
         except Expired:
             raise
         except BaseException as error:
@@ -141,16 +153,15 @@ class Watchdog:
             raise Raised(error) from None
         finally:
             self.deadline = self.due = None  # no handler of the watchdog's raises in this frame (raisable)
+            os._exit = EXIT
             self.last_call = time.monotonic()
-            if signal.getsignal(signal.SIGALRM) is not self.handler:
-                self.taken()
-
-    def taken(self) -> NoReturn:
-        """The implementation replaced kvspec's SIGALRM handler: its failure; kvspec's is put back."""
-        signal.signal(signal.SIGALRM, self.handler)
-        signal.setitimer(signal.ITIMER_REAL, self.TICK, self.TICK)
-        raise Misreply("took SIGALRM away, which kvspec keeps the deadline with (PROTO-15): in kvspec's process it may not; "
-                       "served in a process of its own (python:module:factory) it may")
+            taken = signal.getsignal(signal.SIGALRM) is not self.handler
+            if taken:  # kvspec's handler put back
+                signal.signal(signal.SIGALRM, self.handler)
+                signal.setitimer(signal.ITIMER_REAL, self.TICK, self.TICK)
+        if taken:
+            raise Misreply(TAKEN)
+        return result
 
     def start(self) -> None:
         host_handler = signal.signal(signal.SIGALRM, self.handler)
@@ -237,8 +248,8 @@ class Backstop:
     that will not end, and waiting for ever is no verdict."""
 
     PERIOD = 0.25  # seconds between checks
-    INTERRUPT = 1.5  # seconds past the deadline before the main thread is signalled from here
-    LAST_RESORT = 2.5  # seconds after that, the same call still running, before kvspec ends
+    INTERRUPT = 0.5  # seconds past the deadline before the main thread is signalled from here
+    LAST_RESORT = 1.0  # seconds after that, the same call still running, before kvspec ends
 
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
@@ -288,8 +299,12 @@ def _waited(seconds: float, call: Callable[[], T]) -> T:
             outcome.append((False, Raised(error)))
 
     worker = threading.Thread(target=run, daemon=True)  # left behind, with the object, if it never returns
-    worker.start()
-    worker.join(seconds)  # a signal of kvspec's own raises here, in the waiting thread, and passes as it is
+    os._exit = refused_exit  # type: ignore[assignment]
+    try:
+        worker.start()
+        worker.join(seconds)  # a signal of kvspec's own raises here, in the waiting thread, and passes as it is
+    finally:
+        os._exit = EXIT
     if not outcome:
         raise Expired
     returned, value = outcome[0]
@@ -327,8 +342,7 @@ class InProcessAdapter:
         try:
             return within(seconds, call, *args, label=f"{self.name}: {what}")
         except TimerTaken:
-            self._fail(what, f"took SIGALRM away, which kvspec keeps the deadline with, and gave no reply to {what} within {seconds:g} s",
-                       "PROTO-29", timed_out=True)
+            self._fail(what, f"{TAKEN}, and gave no reply to {what} within {seconds:g} s", "PROTO-29", timed_out=True)
         except Expired:
             self._fail(what, f"no reply to {what} within {seconds:g} s (hung?)", "PROTO-15", timed_out=True)
         except Misreply as misreply:  # the watchdog's own finding

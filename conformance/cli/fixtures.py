@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kvspec.conformance.cli import maintainers
-from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand, typed
+from kvspec.conformance.cli.arguments import ADAPTER_FORMS, add_adapter, add_output, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ALL_POLICIES, KvspecError
@@ -23,7 +23,7 @@ def add(commands: Any) -> None:
                             "a case failed, or passed against --known-failures", help="replay every case through an implementation and report each failure (FIX-12)")
     replay_all.add_argument("directory", nargs="?", metavar="CORPUS", type=Path,
                             help="a corpus folder, or one case's file (default: the corpus installed with kvspec)")
-    add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    add_adapter(replay_all, True, ADAPTER_FORMS)
     replay_all.add_argument("--known-failures", metavar="FILE", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
     replay_all.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
                             help="verify only the cases of this policy (repeatable; default: every case; FIX-12)")
