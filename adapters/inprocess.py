@@ -75,7 +75,7 @@ class Raised(Exception):
     def __init__(self, error: BaseException) -> None:
         super().__init__()
         self.error = error
-        self.described = described_error(error)  # its own code: read here, while the deadline holds
+        self.described = printable(described_error(error))  # its own code: read here, while the deadline holds (PROTO-31)
 
 
 class Misreply(Exception):
@@ -281,7 +281,7 @@ class Backstop:
                 "process (it took SIGALRM away, or catches every interruption): DOES NOT CONFORM; no report is written. "
                 "Served in a process of its own (python:module:factory), it is certified as any process is.")
         os.write(2, printable(line).encode("utf-8", errors="replace") + b"\n")
-        os._exit(3)
+        EXIT(3)  # os._exit itself is refused while the call runs
 
 
 WATCHDOG = Watchdog()
@@ -468,7 +468,7 @@ def wired(reply: TypeAdapter[Any], convert: Callable[[], dict[str, Any]]) -> Any
     try:
         message = json.dumps({"seq": 0, **convert()}, allow_nan=False)
     except (AttributeError, TypeError, ValueError, RecursionError) as error:
-        raise Misreply(f"returned a value of the wrong shape ({described_error(error)})") from None
+        raise Misreply(f"returned a value of the wrong shape ({printable(described_error(error))})") from None
     try:
         return reply.validate_json(message)
     except ValidationError as error:
@@ -503,7 +503,7 @@ def snapshot_of(value: Any) -> Snapshot:
     try:
         return Snapshot(small=entries(value.small), main=entries(value.main), ghost=hashes(value.ghost))
     except (AttributeError, TypeError, ValueError) as error:
-        raise Misreply(f"returned {described(value)}: {described_error(error).partition(': ')[2]}") from None
+        raise Misreply(f"returned {described(value)}: {printable(described_error(error).partition(': ')[2])}") from None
 
 
 def entries(queue: object) -> tuple[tuple[int, int], ...]:

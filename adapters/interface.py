@@ -101,13 +101,13 @@ def described(value: object) -> str:
 
 
 def described_error(error: BaseException) -> str:
-    """``Type: message`` of an exception an implementation raised, escaped (PROTO-31): its message is
-    its own code, and one that raises (or is interrupted) is named as such."""
+    """``Type: message`` of an exception an implementation raised, as it is (printable escapes it where
+    kvspec prints it): its message is its own code, and one that raises (or is interrupted) is named as such."""
     try:
         message = str(error)
     except BaseException as failure:  # noqa: BLE001 -- a __str__ that raises, or is stopped at the deadline
         message = f"<its message raised {type_name(failure)}>"
-    text = printable(f"{type_name(error)}: {message}" if message else type_name(error))
+    text = f"{type_name(error)}: {message}" if message else type_name(error)
     return text if len(text) <= 300 else text[:300] + "..."
 
 

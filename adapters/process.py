@@ -381,7 +381,7 @@ class ProcessAdapter:
                 error_reply = ErrorReply.model_validate_json(text)
             except ValidationError as error:
                 self._fail(cmd, seq, f"an error reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
-            self._fail(cmd, seq, f"the implementation replied with an error: {error_reply.error!r}", expected, "PROTO-14")
+            self._fail(cmd, seq, f"the implementation replied with an error: '{printable(error_reply.error)}'", expected, "PROTO-14")
         reply_seq = reply.get("seq")
         if type(reply_seq) is not int:
             self._fail(cmd, seq, f"a reply of the wrong shape (no integer seq): {_preview(text)}", expected, "PROTO-2")

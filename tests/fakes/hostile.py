@@ -110,12 +110,12 @@ def hostile(deed: str) -> type[Hostile]:
 globals().update({deed: hostile(deed) for deed in DEEDS})
 
 
+class NamedWithControls(hostile("control_characters")):  # type: ignore[misc]
+    identity = Identity(name=f"evil{CONTROLS}name", language="python", version="1")
+
+
 class LevelEqualToEverything(ReferenceAdapter):
     level = Everything("anything")  # type: ignore[assignment]
-
-
-class NamedWithControls(ReferenceAdapter):
-    identity = Identity(name=f"evil{CONTROLS}name", language="python", version="1")
 
 
 def level_equal_to_everything() -> LevelEqualToEverything:
