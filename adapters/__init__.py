@@ -129,18 +129,24 @@ def quoting_hint(spec: str) -> str:
 def command_of(spec: str, rest: str) -> list[str]:
     """The command of ``cmd:program args``, whose program must exist and be executable. A command
     quoted whole (``cmd:'program args'``, the shell's quotes taken into the spec) is split once more."""
-    try:
-        command = shlex.split(rest)
-    except ValueError as error:
-        raise KvspecError(f"PROTO-18: adapter spec {spec!r}: the command cannot be split: {error}") from None
-    if not command:
-        raise KvspecError(f"PROTO-18: adapter spec {spec!r} names no program (expected cmd:program args)")
-    if len(command) == 1 and shutil.which(command[0]) is None and len(shlex.split(command[0])) > 1:
-        command = shlex.split(command[0])
+    command = split(spec, rest)
+    if len(command) == 1 and shutil.which(command[0]) is None and len(split(spec, command[0])) > 1:
+        command = split(spec, command[0])
     if shutil.which(command[0]) is None:
         where = "no such file, or not executable" if "/" in command[0] else "not found on PATH"
         raise KvspecError(f"PROTO-18: adapter spec {spec!r}: program {command[0]!r}: {where}")
     return command
+
+
+def split(spec: str, text: str) -> list[str]:
+    """``text`` split as a POSIX shell splits it, into one word at least."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        raise KvspecError(f"PROTO-18: adapter spec {spec!r}: the command cannot be split: {error}") from None
+    if not words:
+        raise KvspecError(f"PROTO-18: adapter spec {spec!r} names no program (expected cmd:program args)")
+    return words
 
 
 def module_of(spec: str, rest: str) -> str:

@@ -70,7 +70,7 @@ def refused_exit(status: int) -> None:
 
 
 class Raised(Exception):
-    """The implementation raised ``error``; ``message`` is its ``str``, read within the deadline."""
+    """The implementation raised ``error``; ``described`` is its type and message, read within the deadline."""
 
     def __init__(self, error: BaseException) -> None:
         super().__init__()
@@ -125,7 +125,6 @@ class Watchdog:
         self.handler = self.tick  # one bound method, compared by identity
         self.recorder = self.record
         self.urgent_handler = self.urgent
-        self.host_urgent: Any = None
 
     def free(self) -> bool:
         """The timer is the watchdog's already, or no one's."""
