@@ -339,6 +339,23 @@ def test_PROTO_18_a_bad_adapter_spec_is_a_kvspec_error(spec: str, message: str) 
         Implementation(spec)
 
 
+def test_PROTO_18_a_python_module_is_looked_for_not_run_and_served_on_kvspec_s_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving python:package.module:factory runs none of the package in kvspec's process (its
+    __init__ would write a file); the process that serves it imports it on kvspec's sys.path."""
+    package = tmp_path / "sidefx"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pathlib import Path\nPath(__file__).with_name('ran').touch()\n")
+    (package / "cache.py").write_text("from kvspec.adapters.reference import ReferenceAdapter\n\ndef make():\n    return ReferenceAdapter()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    implementation = Implementation("python:sidefx.cache:make")
+    with pytest.raises(KvspecError, match="no module named 'sidefx.nothing'"):
+        Implementation("python:sidefx.nothing:make")
+    assert not (package / "ran").exists()
+    adapter = implementation.start()
+    assert adapter.identity.name == "kvspec-reference" and (package / "ran").exists()
+    implementation.close()
+
+
 def test_PROTO_18_a_served_factory_that_does_not_exist_is_bad_input_at_its_start() -> None:
     """Only importing the module, in the process that serves it, finds that it has no such factory:
     that process says so and exits 1, and kvspec reads that as bad input, not as the implementation's failure."""
