@@ -89,8 +89,38 @@ class Adapter(Protocol):
 
 
 def described(value: object) -> str:
-    """A value an implementation gave, with its type in JSON's words, for a wrong-type message."""
+    """A value an implementation gave, with its type in JSON's words, for a wrong-type message.
+    Its repr is the implementation's code: a repr that raises is named as such."""
     kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", tuple: "an array", dict: "an object"}
-    kind = "null" if value is None else kinds.get(type(value), f"a {type(value).__name__}")
-    text = repr(value)
+    kind = "null" if value is None else kinds.get(type(value), f"a {type_name(value)}")
+    try:
+        text = printable(repr(value))
+    except Exception as error:  # noqa: BLE001 -- RecursionError for a value nested too deep, or the implementation's own
+        text = f"<its repr raised {type_name(error)}>"
     return f"{text if len(text) <= 60 else text[:60] + '...'} ({kind})"
+
+
+def described_error(error: BaseException) -> str:
+    """``Type: message`` of an exception an implementation raised, as it is (printable escapes it where
+    kvspec prints it): its message is its own code, and one that raises (or is interrupted) is named as such."""
+    try:
+        message = str(error)
+    except BaseException as failure:  # noqa: BLE001 -- a __str__ that raises, or is stopped at the deadline
+        message = f"<its message raised {type_name(failure)}>"
+    text = f"{type_name(error)}: {message}" if message else type_name(error)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s class, read past any metaclass of the implementation's."""
+    name = type.__dict__["__name__"].__get__(type(value))
+    return name if type(name) is str else "object"
+
+
+def printable(text: str) -> str:
+    """PROTO-31: what an implementation says (its stderr, an error reply, a refusal, its identity, an
+    exception's message), with every character a terminal acts on or that breaks a line written as
+    a Python escape: C0 and C1 controls, DEL, U+2028 and U+2029, format and unassigned characters."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

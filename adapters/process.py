@@ -28,7 +28,7 @@ from kvspec.reference import KvspecError
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 
 from .benefit import BenefitState
-from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot, printable
 from .protocol import (
     CONFIGURE_REPLY,
     PROTOCOL_VERSION,
@@ -72,7 +72,7 @@ STDERR_LINE_CHARS = 300
 STOP_GRACE = 2.0  # PROTO-13: seconds the process has to exit after stop
 PREVIEW_CHARS = 200
 CHUNK = 1 << 16  # bytes read from stdout at a time
-POLL_SLICE = 3600.0  # seconds: a longer deadline is waited out in slices, poll's milliseconds being a C int
+EXIT_CHECK = 0.1  # seconds a reply is waited for before each check that the process is still running
 
 _EOF = b""
 
@@ -99,7 +99,7 @@ def _read_stderr(stream: IO[bytes], tail: "deque[str]") -> None:
             line = stream.readline(4096)
             if not line:
                 break
-            text = line.decode("utf-8", errors="replace").rstrip()
+            text = printable(line.decode("utf-8", errors="replace").rstrip())  # PROTO-31
             if text:
                 tail.append(text if len(text) <= STDERR_LINE_CHARS else text[:STDERR_LINE_CHARS] + "...")
     except (OSError, ValueError):
@@ -124,11 +124,12 @@ class ProcessAdapter:
     identity: Identity
     level: Level
 
-    def __init__(self, command: list[str], reply_timeout: float = 10.0, start_timeout: float = 30.0) -> None:
+    def __init__(self, command: list[str], reply_timeout: float = 10.0, start_timeout: float = 30.0, name: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
         if not command:
             raise KvspecError("an implementation's command must name a program")
         self.command = list(command)
-        self.name = shlex.join(self.command)
+        self.name = shlex.join(self.command) if name is None else name
         self.reply_timeout = reply_timeout
         self.start_timeout = start_timeout
         self.policies: tuple[str, ...] = ()
@@ -137,11 +138,12 @@ class ProcessAdapter:
         self._closed = False
         self._unread = bytearray()  # what the process has written to stdout that no reply has taken yet
         self._stdout_ended = False
+        self._stdout_held = False  # the process has exited, and a process it started holds its stdout open
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         try:
             # PROTO-4: started once; its own session, so that a kill reaches everything it started.
             self.process = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env
             )
         except OSError as error:
             self._failed = f"could not start: {error}"
@@ -168,9 +170,8 @@ class ProcessAdapter:
         )
         if reply.protocol != PROTOCOL_VERSION:
             self._fail("start", 0, f"it speaks protocol {reply.protocol}, kvspec speaks protocol {PROTOCOL_VERSION}", "the start reply", "PROTO-5")
-        self.identity = Identity(
-            name=reply.implementation.name, language=reply.implementation.language, version=reply.implementation.version
-        )
+        implementation = reply.implementation
+        self.identity = Identity(printable(implementation.name), printable(implementation.language), printable(implementation.version))
         self.level = reply.level
         self.policies = tuple(reply.policies)
 
@@ -199,7 +200,7 @@ class ProcessAdapter:
             ConfigureRequest(cmd="configure", seq=self._seq, config=wire), CONFIGURE_REPLY, 'a configure reply ({"ok": ...})'
         )
         if isinstance(reply, RefusedReply):
-            raise ConfigRefused(reply.refused)
+            raise ConfigRefused(printable(reply.refused))
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         """PROTO-9."""
@@ -244,7 +245,7 @@ class ProcessAdapter:
         request = ConfigureBenefitRequest(cmd="configure_benefit", seq=self._seq, config=wire)
         reply = self._call(request, CONFIGURE_REPLY, 'a configure_benefit reply ({"ok": ...})')
         if isinstance(reply, RefusedReply):
-            raise ConfigRefused(reply.refused)
+            raise ConfigRefused(printable(reply.refused))
 
     def consider_admission(self, key: int, exclusive_bytes: int, shared: list[tuple[int, int]], cost: CostSample,
                            pinned: frozenset[int]) -> Decision:
@@ -359,19 +360,19 @@ class ProcessAdapter:
         except TimeoutError:
             self._fail(cmd, seq, f"the process did not read its request within {self._timeout(timeout):g} s", expected, timed_out=True)
         except OSError:
-            self._fail(cmd, seq, self._exited("before reading its request"), expected)
+            self._fail(cmd, seq, self._exited("stdin", "before reading its request"), expected)
         try:
             raw = self._reply_line(deadline)
         except TimeoutError:
             self._fail(cmd, seq, f"no reply to {cmd} within {self._timeout(timeout):g} s (hung?)", expected, timed_out=True)
         if raw == _EOF:
-            self._fail(cmd, seq, self._exited("before replying"), expected)
+            self._fail(cmd, seq, self._exited("stdout", "before replying"), expected)
         if len(raw) >= MAX_LINE and not raw.endswith(b"\n"):
             self._fail(cmd, seq, f"a reply line longer than {MAX_LINE} bytes", expected, "PROTO-1")
         try:
             text = raw.decode("utf-8")
             reply = json.loads(text)
-        except ValueError as error:  # UnicodeDecodeError and JSONDecodeError both
+        except (ValueError, RecursionError) as error:  # UnicodeDecodeError and JSONDecodeError; a reply nested too deep
             self._fail(cmd, seq, f"malformed JSON reply ({error}): {_preview(raw.decode('utf-8', errors='replace'))}", expected, "PROTO-1")
         if not isinstance(reply, dict):
             self._fail(cmd, seq, f"the reply is not a JSON object: {_preview(text)}", expected, "PROTO-1")
@@ -380,7 +381,7 @@ class ProcessAdapter:
                 error_reply = ErrorReply.model_validate_json(text)
             except ValidationError as error:
                 self._fail(cmd, seq, f"an error reply of the wrong shape ({summary(error)}): {_preview(text)}", expected, "PROTO-16")
-            self._fail(cmd, seq, f"the implementation replied with an error: {error_reply.error!r}", expected, "PROTO-14")
+            self._fail(cmd, seq, f"the implementation replied with an error: '{printable(error_reply.error)}'", expected, "PROTO-14")
         reply_seq = reply.get("seq")
         if type(reply_seq) is not int:
             self._fail(cmd, seq, f"a reply of the wrong shape (no integer seq): {_preview(text)}", expected, "PROTO-2")
@@ -395,8 +396,9 @@ class ProcessAdapter:
 
     def _reply_line(self, deadline: float) -> bytearray:
         """PROTO-1: the next line the process writes to stdout, at most MAX_LINE bytes (a longer one
-        is cut there), the last one without its newline; _EOF once stdout is closed; TimeoutError
-        past ``deadline``."""
+        is cut there), the last one without its newline; _EOF once stdout is closed, or once the
+        process has exited with no line written (a process it started may hold its stdout open);
+        TimeoutError past ``deadline``."""
         unread, searched = self._unread, 0
         while True:
             end = unread.find(b"\n", searched, MAX_LINE)
@@ -407,10 +409,20 @@ class ProcessAdapter:
                 return line
             searched = len(unread)
             remaining = max(0.0, deadline - time.monotonic())
-            if self._stdout_ready.poll(math.ceil(min(remaining, POLL_SLICE) * 1000)):
+            if self._stdout_ready.poll(math.ceil(min(remaining, EXIT_CHECK) * 1000)):
                 self._read_stdout()
-            elif remaining <= POLL_SLICE:
+            elif self.process.poll() is not None:  # exited: what a process it started writes answers nothing
+                self._read_stdout_left()
+                self._stdout_held = not self._stdout_ended
+                self._stdout_ended = True
+            elif remaining <= EXIT_CHECK:
                 raise TimeoutError
+
+    def _read_stdout_left(self) -> None:
+        """What an exited process wrote to stdout before it exited, without waiting for the end of a
+        stdout that a process it started holds open."""
+        while not self._stdout_ended and len(self._unread) < MAX_LINE and self._stdout_ready.poll(0):
+            self._read_stdout()
 
     def _read_stdout(self) -> None:
         """What the process has written to stdout, once it is readable."""
@@ -472,14 +484,16 @@ class ProcessAdapter:
                         pass
         return True
 
-    def _exited(self, when: str) -> str:
+    def _exited(self, stream: str, when: str) -> str:
+        """What became of a process whose ``stream`` (its stdin or stdout) kvspec found closed."""
         try:
             status = self.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
-            return f"the process closed its stdout {when}"
+            return f"the process closed its {stream} {when}"
+        held = " (a process it started holds its stdout open)" if self._stdout_held else ""
         if status < 0:
-            return f"the process was killed by signal {-status} {when}"
-        return f"the process exited with status {status} {when}"
+            return f"the process was killed by signal {-status} {when}{held}"
+        return f"the process exited with status {status} {when}{held}"
 
     def _fail(self, cmd: str, seq: int, problem: str, expected: str, clause: str = "PROTO-15", timed_out: bool = False) -> NoReturn:
         """PROTO-15: kill the process, then raise one line naming what went wrong and the clause it broke."""
@@ -527,3 +541,22 @@ class ProcessAdapter:
                 self.process.stdin.close()  # owns the fd that _write writes to
             except OSError:
                 pass
+
+
+SERVE_ERROR = "kvspec.adapters.serve: error: "  # serve.py's one line for a spec that names nothing usable
+
+
+class ServedAdapter(ProcessAdapter):
+    """``python:module:factory``: the object served in a process of its own by ``python -m
+    kvspec.adapters.serve`` (PROTO-17, PROTO-18), named by its spec. A spec that names nothing
+    usable is found by that process, which says so on one line and exits with status 1: bad input
+    (KvspecError), not a failure of the implementation."""
+
+    def __init__(self, spec: str, command: list[str], env: dict[str, str], reply_timeout: float = 10.0, start_timeout: float = 30.0) -> None:
+        try:
+            super().__init__(command, reply_timeout, start_timeout, name=spec, env=env)
+        except AdapterFailure:
+            last = self._stderr[-1] if getattr(self, "_stderr", None) else ""
+            if getattr(self, "process", None) is not None and self.process.returncode == 1 and last.startswith(f"{SERVE_ERROR}PROTO-18: "):
+                raise KvspecError(last.removeprefix(SERVE_ERROR)) from None
+            raise

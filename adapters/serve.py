@@ -2,9 +2,11 @@
 
 It speaks the adapter protocol (spec/adapter-protocol.md) on stdin and stdout, backed by
 ReferenceAdapter, so that the reference can be certified through the subprocess adapter kind
-like any other implementation. Given ``python:module:factory``, it serves that in-process
-adapter the same way (the mutant galleries, for one, so that the tests see them fail through
-the protocol too).
+like any other implementation. Given ``python:module:factory``, it serves that adapter the same
+way: kvspec starts it so for every ``python:`` spec (PROTO-18), so that whatever the adapter does,
+an exit or a crash included, happens in this process and not in kvspec's. What the adapter raises,
+at its import, in its factory or in a method, is an error reply (PROTO-14); a spec that names
+nothing usable is one line on stderr and exit status 1, which kvspec reads as bad input.
 """
 
 import argparse
@@ -19,9 +21,9 @@ from pydantic import ValidationError
 
 from kvspec.reference import KvspecError
 
-from . import load_adapter
+from . import served
 from .benefit import BenefitAdapter
-from .interface import Adapter, AdapterConfig, ConfigRefused
+from .interface import Adapter, AdapterConfig, AdapterFailure, ConfigRefused, described_error
 from .protocol import (
     BENEFIT_REQUESTS,
     PROTOCOL_VERSION,
@@ -120,12 +122,29 @@ def serve(adapter: Adapter | BenefitAdapter, stdin: IO[str], stdout: IO[str]) ->
                 reply = {"seq": request.seq, "error": "PROTO-5: the first request must be start"}
             else:
                 try:
-                    reply = answer(adapter, request)
-                except Exception as error:  # noqa: BLE001 -- PROTO-14: any internal failure is an error reply
-                    reply = {"seq": request.seq, "error": f"{type(error).__name__}: {error}"}
+                    text = _dumps(answer(adapter, request))  # the adapter's values, encoded here: one JSON cannot hold is its error
+                except BaseException as error:  # noqa: BLE001 -- PROTO-14: whatever the adapter raises is an error reply
+                    reply = {"seq": request.seq, "error": described_error(error)}
+                else:
+                    stdout.write(text + "\n")
+                    stdout.flush()
+                    continue
         stdout.write(_dumps(reply) + "\n")
         stdout.flush()
-    adapter.close()
+    try:
+        adapter.close()
+    except BaseException as error:  # noqa: BLE001 -- PROTO-13: a close that fails is a non-zero exit, said on one line
+        print(f"kvspec.adapters.serve: close raised {described_error(error)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def failed_start(problem: str, stdin: IO[str], stdout: IO[str]) -> int:
+    """PROTO-14: an adapter that could not be built answers its first request with an error."""
+    for line in stdin:
+        stdout.write(_dumps({"seq": 0, "error": f"the implementation failed at its start: {problem}"}) + "\n")
+        stdout.flush()
+        break
     return 0
 
 
@@ -138,20 +157,25 @@ def main(argv: list[str] | None = None) -> int:
         description="Speak the adapter protocol (spec/adapter-protocol.md) on stdin and stdout, backed by the reference "
         "or by any in-process adapter.",
     )
-    parser.add_argument("adapter", nargs="?", default="reference", help='"reference" (the default) or "python:module:factory" (PROTO-18)')
+    parser.add_argument("adapter", nargs="?", default="reference",
+                        help='"reference" (the default), "python:module:factory" or "in-process:module:factory" (PROTO-18)')
     args = parser.parse_args(argv)
     if args.adapter.startswith("cmd:"):
-        parser.error("serves an in-process adapter: reference or python:module:factory")
-    try:
-        adapter = load_adapter(args.adapter)
-    except KvspecError as error:
-        print(f"kvspec.adapters.serve: error: {error}", file=sys.stderr)
-        return 1
-    # PROTO-1: stdout carries replies alone; anything else printed goes to stderr.
+        parser.error("serves an in-process adapter: reference, python:module:factory or in-process:module:factory")
+    # PROTO-1: stdout carries replies alone; anything else printed, at the adapter's import too, goes to stderr.
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     requests = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+    try:
+        adapter = served(args.adapter)
+    except KvspecError as error:
+        print(f"kvspec.adapters.serve: error: {error}", file=sys.stderr)
+        return 1
+    except AdapterFailure as failure:  # its import failed, or its factory returned no adapter
+        return failed_start(str(failure), requests, replies)
+    except BaseException as error:  # noqa: BLE001 -- its factory raised: the implementation's failure
+        return failed_start(f"its factory raised {described_error(error)}", requests, replies)
     return serve(adapter, requests, replies)
 
 

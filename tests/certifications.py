@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CERTIFICATIONS = ROOT / "docs" / "certifications"
 
 
-def adapter_of(folder: str) -> str:
-    return f"python:{CERTIFICATIONS / folder / 'adapter.py'}:adapter"
+def adapter_of(folder: str, spelling: str = "python") -> str:
+    """The published spelling (``python:``, served, which each README shows), or ``in-process:``, where isolation is not the point."""
+    return f"{spelling}:{CERTIFICATIONS / folder / 'adapter.py'}:adapter"
 
 
 def published_report_replays(folder: str, package: str, installed_in: Path | None = None) -> None:
@@ -48,7 +49,7 @@ def published_report_replays(folder: str, package: str, installed_in: Path | Non
 
 
 def quick_certification_fails(folder: str) -> None:
-    outcome = certify_policy(load_adapter(adapter_of(folder)), "s3fifo")
+    outcome = certify_policy(load_adapter(adapter_of(folder, "in-process")), "s3fifo")
     assert not outcome.conforms and all(finding.divergence is not None for finding in outcome.findings), outcome.message
 
 
@@ -72,7 +73,7 @@ def reproduced_by_its_dialect(folder: str, dialect: str, policy: str, capacities
     unless the package's tests ``certify`` it themselves), and replays the whole of both bundled
     Mooncake traces in lockstep with the reference in that dialect at each capacity: every
     request's hit tokens (and, at the state level, its queues) and the resident count after each."""
-    adapter = adapter or adapter_of(folder)
+    adapter = adapter or adapter_of(folder, "in-process")
     if certify:
         certified = kvspec("certify", "--adapter", adapter, "--policy", policy, "--dialect", dialect)
         assert certified.returncode == 0, certified.stdout + certified.stderr

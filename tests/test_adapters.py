@@ -45,7 +45,7 @@ from kvspec.reference.benefit import BenefitConfig, CostSample
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
-TEST_FILES = ("test_adapters.py", "test_faults.py")  # together they name every PROTO clause
+TEST_FILES = ("test_adapters.py", "test_faults.py", "test_hostile_implementations.py")  # together they name every PROTO clause
 SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
 
 
@@ -290,12 +290,22 @@ def test_PROTO_8_a_config_json_cannot_carry_is_a_kvspec_error(served: ProcessAda
 
 
 def test_PROTO_18_adapter_specs() -> None:
+    """reference and in-process: are objects in kvspec's process; python: is the same object served
+    in a process of its own (PROTO-17), named by its spec; cmd: is the program's process."""
     assert isinstance(load_adapter("reference"), ReferenceAdapter)
-    loaded = load_adapter("python:kvspec.adapters.reference:ReferenceAdapter")
+    loaded = load_adapter("in-process:kvspec.adapters.reference:ReferenceAdapter")
     assert isinstance(loaded, ReferenceAdapter)
-    loaded.configure(AdapterConfig("lru", 2))
-    loaded.access([1, 2, 3])
-    assert loaded.resident_count() == 2
+    served = load_adapter("python:kvspec.adapters.reference:ReferenceAdapter")
+    assert isinstance(served, ProcessAdapter) and served.name == "python:kvspec.adapters.reference:ReferenceAdapter"
+    assert served.command[1:] == ["-P", "-m", "kvspec.adapters.serve", "python:kvspec.adapters.reference:ReferenceAdapter"]
+    for adapter in (loaded, served):
+        adapter.configure(AdapterConfig("lru", 2))
+        adapter.access([1, 2, 3])
+        assert adapter.resident_count() == 2
+    served.close()
+    assert served.process.returncode == 0
+    assert not Implementation("python:kvspec.adapters.reference:ReferenceAdapter").in_process
+    assert Implementation("in-process:kvspec.adapters.reference:ReferenceAdapter").in_process and Implementation("reference").in_process
     command = load_adapter(f"cmd:{sys.executable} '{FAKES / 'fakelib.py'}'")
     assert isinstance(command, ProcessAdapter) and command.identity.name == "fake"
     command.close()
@@ -313,14 +323,53 @@ def test_PROTO_18_adapter_specs() -> None:
         ("python:kvspec.adapters.reference", "is not python:module:factory"),
         ("python::ReferenceAdapter", "is not python:module:factory"),
         ("python:kvspec.no_such_module:make", "no module named 'kvspec.no_such_module'"),
-        ("python:kvspec.adapters.reference:NoSuchFactory", "no callable NoSuchFactory"),
+        ("in-process:kvspec.adapters.reference:NoSuchFactory", "no callable NoSuchFactory"),
+        ("in-process:kvspec.adapters.reference", "is not in-process:module:factory"),
+        ("in-process:kvspec.no_such_module:make", "no module named 'kvspec.no_such_module'"),
+        ("python:kvspec.adapters.no_such_module:make", "no module named 'kvspec.adapters.no_such_module'"),
+        ("python:kvspec.adapters.reference.no_such_module:make", "no module named 'kvspec.adapters.reference.no_such_module'"),
         ("cmd:/nonexistent/kvspec-implementation --flag", "program '/nonexistent/kvspec-implementation': no such file, or not executable"),
         ("cmd:kvspec-no-such-program", "not found on PATH"),
+        ("'cmd:python3 my.py'", "the quotes are the shell's, not the spec's: --adapter 'cmd:python3 my.py'"),
     ],
 )
 def test_PROTO_18_a_bad_adapter_spec_is_a_kvspec_error(spec: str, message: str) -> None:
+    """Found before anything starts: nothing of a python: module runs in kvspec's process to find it."""
     with pytest.raises(KvspecError, match=re.escape(message)):
         Implementation(spec)
+
+
+def test_PROTO_18_a_python_module_is_looked_for_not_run_and_served_on_kvspec_s_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving python:package.module:factory runs none of the package in kvspec's process (its
+    __init__ would write a file); the process that serves it imports it on kvspec's sys.path."""
+    package = tmp_path / "sidefx"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pathlib import Path\nPath(__file__).with_name('ran').touch()\n")
+    (package / "cache.py").write_text("from kvspec.adapters.reference import ReferenceAdapter\n\ndef make():\n    return ReferenceAdapter()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    implementation = Implementation("python:sidefx.cache:make")
+    with pytest.raises(KvspecError, match="no module named 'sidefx.nothing'"):
+        Implementation("python:sidefx.nothing:make")
+    assert not (package / "ran").exists()
+    adapter = implementation.start()
+    assert adapter.identity.name == "kvspec-reference" and (package / "ran").exists()
+    implementation.close()
+
+
+def test_PROTO_18_a_served_factory_that_does_not_exist_is_bad_input_at_its_start() -> None:
+    """Only importing the module, in the process that serves it, finds that it has no such factory:
+    that process says so and exits 1, and kvspec reads that as bad input, not as the implementation's failure."""
+    implementation = Implementation("python:kvspec.adapters.reference:NoSuchFactory")
+    with pytest.raises(KvspecError, match=re.escape("PROTO-18: adapter spec 'python:kvspec.adapters.reference:NoSuchFactory': "
+                                                    "kvspec.adapters.reference has no callable NoSuchFactory")):
+        implementation.start()
+
+
+def test_PROTO_18_a_command_quoted_whole_is_split_once_more() -> None:
+    """cmd:'program args', the shell's quotes taken literally into the spec, names the program and its arguments."""
+    adapter = Implementation(f"cmd:'{sys.executable} {FAKES / 'fakelib.py'}'").start()
+    assert isinstance(adapter, ProcessAdapter) and adapter.command == [sys.executable, str(FAKES / "fakelib.py")]
+    adapter.close()
 
 
 def test_PROTO_18_a_factory_that_returns_no_adapter_fails_at_its_start() -> None:
@@ -444,9 +493,13 @@ def test_PROTO_1_a_reply_line_longer_than_the_limit_is_a_failure(monkeypatch: py
 def test_PROTO_18_a_python_adapter_from_a_file_path(tmp_path: Path) -> None:
     source = tmp_path / "my_cache.py"
     source.write_text("from kvspec.adapters.reference import ReferenceAdapter\n\ndef make():\n    return ReferenceAdapter()\n")
-    assert type(load_adapter(f"python:{source}:make")).__name__ == "ReferenceAdapter"
-    with pytest.raises(KvspecError, match="PROTO-18: .*no such file"):
-        load_adapter(f"python:{tmp_path / 'missing.py'}:make")
+    assert type(load_adapter(f"in-process:{source}:make")).__name__ == "ReferenceAdapter"
+    served = load_adapter(f"python:{source}:make")
+    assert served.identity.name == "kvspec-reference"
+    served.close()
+    for kind in ("python", "in-process"):
+        with pytest.raises(KvspecError, match="PROTO-18: .*no such file"):
+            load_adapter(f"{kind}:{tmp_path / 'missing.py'}:make")
 
 
 # The benefit-policy messages (PROTO-19 to PROTO-28) -----------------------------------------------

@@ -413,7 +413,7 @@ ADAPTER_CASES: list[Case] = [
     Case("certify-adapter-crashes-at-start-is-a-finding", ("certify", "--adapter", "cmd:{python} crash.py", "--start-timeout", "2"), 3,
          files={"crash.py": CRASH}, stderr_lines=0, stdout=r"^\S.*DOES NOT CONFORM.*\n.*at its start"),
     Case("certify-adapter-import-raises-is-a-finding", ("certify", "--adapter", "python:impl.py:make", "--start-timeout", "2"), 3,
-         files={"impl.py": IMPORT_RAISES}, stderr_lines=0, stdout=r"^\S.*DOES NOT CONFORM.*\n.*PROTO-29.*at its start"),
+         files={"impl.py": IMPORT_RAISES}, stderr_lines=0, stdout=r"^\S.*DOES NOT CONFORM.*\n.*PROTO-14.*at its start.*importing impl.py raised ImportError"),  # served: its error reply to start
     Case("replay-adapter-no-such-program", replay("t.jsonl", "--adapter", "cmd:/nonexistent/impl", "--start-timeout", "2"), 1,
          error(r"PROTO-18: .*/nonexistent/impl.*"), files=TINY),
     Case("replay-adapter-crashes-at-start-is-a-finding", replay("t.jsonl", "--adapter", "cmd:{python} crash.py", "--start-timeout", "2",

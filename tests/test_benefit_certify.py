@@ -44,7 +44,7 @@ def test_the_independent_canonical_benefit_policy_conforms() -> None:
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_the_quick_profile_catches_every_benefit_mutant_and_names_the_clause_it_breaks(name: str, tmp_path: Path) -> None:
-    status, report = certify_report(f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}", "benefit", tmp_path)
+    status, report = certify_report(f"in-process:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}", "benefit", tmp_path)
     (verdict,) = report.policies
     assert status == 3 and not verdict.conforms, "the mutant conforms"
     leading = [failure.clauses[0] for failure in verdict.failures if failure.clauses]
@@ -63,7 +63,7 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_certifies_the_benefit_policy_and_reports_its_own_clauses(tmp_path: Path) -> None:
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.benefit_mutants:ghosts_lost", "--policy", "benefit", "--report", str(tmp_path))
+    run = kvspec("certify", "--adapter", "in-process:kvspec.conformance.galleries.benefit_mutants:ghosts_lost", "--policy", "benefit", "--report", str(tmp_path))
     assert run.returncode == 3 and "benefit: DOES NOT CONFORM" in run.stdout and "BEN-GHOST-1" in run.stdout
     (verdict,) = Report.model_validate_json((tmp_path / "report.json").read_text()).policies
     assert verdict.policy == "benefit" and verdict.clauses["BEN-GHOST-1"] == "fail"
@@ -78,11 +78,11 @@ def test_the_cli_certifies_the_benefit_policy_and_reports_its_own_clauses(tmp_pa
 
 @pytest.mark.parametrize("name", ["canonical", "no-key-tiebreak"])
 def test_certification_through_the_subprocess_protocol_gives_the_in_process_verdict(name: str, tmp_path: Path) -> None:
-    """PROTO-17: an in-process adapter served over the protocol (`cmd:python -m kvspec.adapters.serve
-    python:...`) is certified exactly as it is in-process: same verdict, same leading clause."""
-    factory = f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}"
-    verdicts = [certify_report(spec, "benefit", tmp_path / kind)[1].policies[0]
-                for kind, spec in (("in-process", factory), ("subprocess", f"cmd:{sys.executable} -m kvspec.adapters.serve {factory}"))]
+    """PROTO-17, PROTO-18: an in-process adapter served over the protocol (`python:...`, the default,
+    as `cmd:python -m kvspec.adapters.serve python:...` serves it) is certified exactly as it is
+    in-process: same verdict, same leading clause."""
+    factory = f"kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}"
+    verdicts = [certify_report(f"{kind}:{factory}", "benefit", tmp_path / kind)[1].policies[0] for kind in ("in-process", "python")]
     assert verdicts[0].conforms == verdicts[1].conforms == (name == "canonical")
     assert [f.clauses[:1] for f in verdicts[0].failures] == [f.clauses[:1] for f in verdicts[1].failures]
     assert [f.message for f in verdicts[0].failures] == [f.message for f in verdicts[1].failures]

@@ -72,7 +72,7 @@ def clauses_named(breaks: str) -> set[str]:
 def test_the_quick_profile_catches_every_mutant_and_diagnoses_the_clause_it_breaks(name: str, tmp_path: Path) -> None:
     """conformance/certification/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
     the mutant's mistake to."""
-    status, report = certify_report(f"python:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}", "s3fifo", tmp_path)
+    status, report = certify_report(f"in-process:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}", "s3fifo", tmp_path)
     (verdict,) = report.policies
     assert status == 3 and not verdict.conforms, "the mutant conforms"
     first = verdict.failures[0]
@@ -91,13 +91,13 @@ def test_the_cli_exits_0_for_a_conforming_implementation() -> None:
 
 
 def test_the_cli_exits_3_and_names_the_clause_for_a_mutant() -> None:
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.mutants:no_min_clamp", "--policy", "s3fifo", "--seed", "7")
+    run = kvspec("certify", "--adapter", "in-process:kvspec.conformance.galleries.mutants:no_min_clamp", "--policy", "s3fifo", "--seed", "7")
     assert run.returncode == 3
     assert "s3fifo: DOES NOT CONFORM" in run.stdout and "REPLAY-HIT-1" in run.stdout
 
 
 def test_the_same_seed_gives_the_same_verdict(tmp_path: Path) -> None:
-    adapter = "python:kvspec.conformance.galleries.mutants:no_min_clamp"
+    adapter = "in-process:kvspec.conformance.galleries.mutants:no_min_clamp"
     first = certify_report(adapter, "s3fifo", tmp_path / "first")[1].policies[0].failures
     second = certify_report(adapter, "s3fifo", tmp_path / "second")[1].policies[0].failures
     assert first and [(f.message, f.steps) for f in first] == [(f.message, f.steps) for f in second]
@@ -143,14 +143,14 @@ def test_replay_through_an_adapter_stops_at_the_first_divergence_with_line_and_c
     trace = trace_file(tmp_path / "t.jsonl", [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [5])
     output = tmp_path / "result.json"
     run = kvspec("replay", str(trace), "--capacity", "2", "--block-size", "1", "--small-ratio", "0.5", "--max-freq", "1",
-                 "--adapter", "python:kvspec.conformance.galleries.mutants:freq_only_on_prefix_hits", "--output", str(output))
+                 "--adapter", "in-process:kvspec.conformance.galleries.mutants:freq_only_on_prefix_hits", "--output", str(output))
     assert run.returncode == 3 and run.stdout == ""
     assert f"at line 4 of {trace} (request 4): REPLAY-ACCESS-1: " in run.stderr and "Traceback" not in run.stderr
     assert not output.exists()
 
 
 def test_replay_through_an_adapter_that_refuses_a_valid_configuration() -> None:
-    run = kvspec("replay", "--capacity", "6", "--adapter", "python:kvspec.conformance.galleries.mutants:int_small_cap")
+    run = kvspec("replay", "--capacity", "6", "--adapter", "in-process:kvspec.conformance.galleries.mutants:int_small_cap")
     assert run.returncode == 3
     assert "at the configuration: S3-CONF-2, S3-CONF-5: " in run.stderr
 

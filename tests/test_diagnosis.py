@@ -240,7 +240,7 @@ def test_a_benefit_clock_that_advances_on_a_rejected_offer_is_found_at_the_resul
     that differs is a victim (its grace window ended early). The variant of the spec with BEN-ADMIT-2
     broken gives every answer the implementation gave; the report shows the configuration and
     numbers operations, not requests."""
-    status, report = certify_report(f"python:{HANDMADE / 'benefit_mistakes.py'}:clock_on_rejection", "benefit", tmp_path)
+    status, report = certify_report(f"in-process:{HANDMADE / 'benefit_mistakes.py'}:clock_on_rejection", "benefit", tmp_path)
     (verdict,) = report.policies
     assert status == 3 and report.level == "results"
     first = verdict.failures[0]
@@ -308,7 +308,7 @@ def test_a_co_referenced_score_left_as_it_was_leads_with_ben_ledger_3() -> None:
 
 def test_the_certification_of_scores_cached_per_entry_names_ben_ledger_3(tmp_path: Path) -> None:
     """Found by the quick profile through the adapter, as a user certifies it, and named, not only consistent."""
-    status, report = certify_report(f"python:{HANDMADE / 'benefit_mistakes.py'}:scores_cached_per_entry", "benefit", tmp_path)
+    status, report = certify_report(f"in-process:{HANDMADE / 'benefit_mistakes.py'}:scores_cached_per_entry", "benefit", tmp_path)
     (verdict,) = report.policies
     assert status == 3 and report.level == "state"
     first = verdict.failures[0]
@@ -381,7 +381,7 @@ def test_a_decision_that_differs_at_the_results_level_is_consistent_with_the_rul
 def test_the_report_lists_what_the_evidence_is_only_consistent_with(tmp_path: Path) -> None:
     """report.json keeps the consistent clauses apart, and its clause table fails only what a
     finding shows broken."""
-    status, report = certify_report(f"python:{HANDMADE / 'replay_mistakes.py'}:small_above_its_size", "s3fifo", tmp_path)
+    status, report = certify_report(f"in-process:{HANDMADE / 'replay_mistakes.py'}:small_above_its_size", "s3fifo", tmp_path)
     (verdict,) = report.policies
     first = verdict.failures[0]
     assert status == 3 and first.clauses[0] == "S3-INV-1" and "S3-INV-1" not in first.consistent_with and first.consistent_with

@@ -223,7 +223,7 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_DIALECT_7_an_implementation_conforms_to_its_dialect_and_not_to_the_canonical_spec(tmp_path: Path) -> None:
-    adapter = "python:dialect_model.py:s3fifo_cache_like"
+    adapter = "in-process:dialect_model.py:s3fifo_cache_like"
     against = kvspec("certify", "--adapter", adapter, "--dialect", "s3fifo-cache", "--report", str(tmp_path))
     assert against.returncode == 0, against.stdout + against.stderr
     assert f"conforms to the dialect {', '.join(in_catalogue_order(dialect_for('s3fifo', 's3fifo-cache')))} (" in against.stdout
@@ -234,7 +234,7 @@ def test_DIALECT_7_an_implementation_conforms_to_its_dialect_and_not_to_the_cano
 
 
 def test_DIALECT_8_the_search_finds_a_model_s_variation_points_and_no_more(tmp_path: Path) -> None:
-    found = kvspec("certify", "--adapter", "python:dialect_model.py:promote_at_2_forgetting", "--find-dialect", "--report", str(tmp_path))
+    found = kvspec("certify", "--adapter", "in-process:dialect_model.py:promote_at_2_forgetting", "--find-dialect", "--report", str(tmp_path))
     assert found.returncode == 3, found.stderr
     assert "Dialect found: promote-at-2, main-victim-forgotten (replacing S3-ADMIT-S-2, S3-ADMIT-S-3, S3-ADMIT-M-3)" in found.stdout
     report = json.loads((tmp_path / "report.json").read_text())["policies"][0]["found"]
@@ -242,7 +242,7 @@ def test_DIALECT_8_the_search_finds_a_model_s_variation_points_and_no_more(tmp_p
 
 
 def test_DIALECT_8_a_mistake_no_variation_point_names_is_reported_as_unexplained() -> None:
-    found = kvspec("certify", "--adapter", "python:dialect_model.py:small_evicts_newest", "--find-dialect")
+    found = kvspec("certify", "--adapter", "in-process:dialect_model.py:small_evicts_newest", "--find-dialect")
     assert found.returncode == 3, found.stderr
     assert "The search found no set of variation points of spec/dialects.md that explains it" in found.stdout
 
@@ -255,7 +255,7 @@ def test_DIALECT_9_a_dialect_s_corpus_carries_it_and_holds_its_implementation_to
     cases = [json.loads(p.read_text()) for p in sorted((tmp_path / "corpus" / "replay").glob("*.json"))]
     assert cases and all(c["dialect"] == in_catalogue_order(dialect_for("s3fifo", "s3fifo-cache")) for c in cases)
     assert not (tmp_path / "corpus" / "benefit").exists()
-    model = kvspec("fixtures", "verify", str(tmp_path / "corpus"), "--adapter", "python:dialect_model.py:s3fifo_cache_like")
+    model = kvspec("fixtures", "verify", str(tmp_path / "corpus"), "--adapter", "in-process:dialect_model.py:s3fifo_cache_like")
     assert model.returncode == 0, model.stdout + model.stderr
     assert kvspec("fixtures", "verify", str(tmp_path / "corpus"), "--adapter", "reference").returncode == 3
     over = kvspec("fixtures", "generate", "--dialect", "s3fifo-cache")

@@ -100,7 +100,7 @@ def test_keep_going_replays_an_engine_dialect_to_the_end(tmp_path: Path) -> None
     trace = tmp_path / "t.jsonl"
     records = [record for _, record in islice(TraceFile(bundled_trace_path()).records(), 300)]
     trace.write_text("".join(record.model_dump_json() + "\n" for record in records))
-    run = kvspec("replay", str(trace), "--adapter", f"python:{ENGINE_MODELS / 'vllm_model.py'}:adapter", "--dialect", "sglang-lru", "--keep-going",
+    run = kvspec("replay", str(trace), "--adapter", f"in-process:{ENGINE_MODELS / 'vllm_model.py'}:adapter", "--dialect", "sglang-lru", "--keep-going",
                  "--capacity", "64", contracts="0")
     report = json.loads(run.stdout)
     alone = json.loads(kvspec("replay", str(trace), "--dialect", "vllm", "--capacity", "64", contracts="0").stdout)
@@ -115,7 +115,7 @@ def test_FIX_12_verify_skips_the_cases_past_the_bounds_an_engine_can_build(tmp_p
     dialect corpus, every case replayed passing."""
     corpus = tmp_path / "vllm"
     kvspec("fixtures", "generate", "--dialect", "vllm", str(corpus), contracts="0")
-    run = kvspec("fixtures", "verify", str(corpus), "--adapter", f"python:{ENGINE_MODELS / 'vllm_model.py'}:adapter", "--max-capacity", "65536",
+    run = kvspec("fixtures", "verify", str(corpus), "--adapter", f"in-process:{ENGINE_MODELS / 'vllm_model.py'}:adapter", "--max-capacity", "65536",
                  "--max-block-size", "65536", "--output", str(tmp_path / "out.json"), contracts="0")
     results = json.loads((tmp_path / "out.json").read_text())
     skipped = [r for r in results if r["verdict"] == "skip"]

@@ -194,7 +194,7 @@ def test_PROTO_29_an_in_process_fault_is_a_finding_too(factory: str, clause: str
                                                        lru_trace: Path) -> None:
     """An exception, a hang (the deadline of PROTO-15 applies in-process too) and a wrong type,
     for which kvspec's own diagnosis never sees the None freq."""
-    adapter = f"python:{IN_PROCESS}:{factory}"
+    adapter = f"in-process:{IN_PROCESS}:{factory}"
     _, report = certify(adapter, "lru", tmp_path / "report")
     first = report.policies[0].failures[0]
     assert first.clauses == [clause] and first.message.startswith(f"{clause}: {where}: ") and what in first.message, first.message
@@ -204,7 +204,7 @@ def test_PROTO_29_an_in_process_fault_is_a_finding_too(factory: str, clause: str
 
 def test_PROTO_29_a_fault_of_the_benefit_policy_is_a_finding_at_its_operation(tmp_path: Path) -> None:
     """The counterexample is the shrunk operations as a fixture case, and its command replays the fault."""
-    adapter = f"python:{IN_PROCESS}:hit_raises"
+    adapter = f"in-process:{IN_PROCESS}:hit_raises"
     _, report = certify(adapter, "benefit", tmp_path / "report")
     first = report.policies[0].failures[0]
     assert first.clauses == ["PROTO-29"] and first.message.startswith(f"PROTO-29: operation {first.request}: ") and first.request >= 1
@@ -223,19 +223,21 @@ def test_PROTO_29_a_fault_of_the_benefit_policy_is_a_finding_at_its_operation(tm
 ])
 def test_PROTO_29_an_in_process_failure_to_start_or_stop_is_a_finding(factory: str, clause: str, when: str, what: str, tmp_path: Path,
                                                                      lru_case: Path, lru_trace: Path) -> None:
-    adapter = f"python:{IN_PROCESS}:{factory}"
+    adapter = f"in-process:{IN_PROCESS}:{factory}"
     _, report = certify(adapter, "lru", tmp_path / "report")
     assert report.faults[0].message.startswith(f"{clause}: at its {when}: ") and what in report.faults[0].message
     assert f"at its {when}: {clause}: " in replay(adapter, lru_trace, tmp_path / "out.json")
     assert f"FAIL at its {when}: {clause}: " in verify(adapter, lru_case)
 
 
-def test_PROTO_29_a_module_that_fails_to_import_fails_at_its_start(tmp_path: Path, lru_case: Path) -> None:
+@pytest.mark.parametrize("spelling, clause", [("in-process", "PROTO-29"), ("python", "PROTO-14")])
+def test_PROTO_29_a_module_that_fails_to_import_fails_at_its_start(spelling: str, clause: str, tmp_path: Path, lru_case: Path) -> None:
+    """In kvspec's process, or served (PROTO-18): the process that serves it answers start with an error reply."""
     (tmp_path / "broken_syntax.py").write_text("def make(:\n")
     for module, what in ((FAKES / "import_raises.py", "ImportError: libkvcache.so"), (tmp_path / "broken_syntax.py", "SyntaxError")):
-        _, report = certify(f"python:{module}:make", "lru", tmp_path / module.stem)
-        assert report.faults[0].message.startswith("PROTO-29: at its start: ") and what in report.faults[0].message
-        assert what in verify(f"python:{module}:make", lru_case)
+        _, report = certify(f"{spelling}:{module}:make", "lru", tmp_path / module.stem)
+        assert report.faults[0].message.startswith(f"{clause}: at its start: ") and what in report.faults[0].message, report.faults[0].message
+        assert what in verify(f"{spelling}:{module}:make", lru_case)
 
 
 @pytest.mark.parametrize("adapter, message", [
@@ -244,9 +246,11 @@ def test_PROTO_29_a_module_that_fails_to_import_fails_at_its_start(tmp_path: Pat
     ("python:kvspec.no_such_module:make", "no module named 'kvspec.no_such_module'"),
     ("python:/nonexistent/impl.py:make", "no such file: /nonexistent/impl.py"),
     (f"python:{IN_PROCESS}:no_such_factory", "has no callable no_such_factory"),
+    (f"in-process:{IN_PROCESS}:no_such_factory", "has no callable no_such_factory"),
 ])
 def test_PROTO_18_a_spec_that_names_nothing_usable_is_bad_input(adapter: str, message: str, lru_case: Path, lru_trace: Path) -> None:
-    """Exit 1 and one line, from each command, before anything starts."""
+    """Exit 1 and one line, from each command, before any request: a python: module's factory is
+    looked for by the process that serves it, which says so and exits 1 (nothing of the module runs in kvspec's)."""
     for args in (["certify", "--adapter", adapter], ["replay", str(lru_trace), "--adapter", adapter],
                  ["fixtures", "verify", str(lru_case), "--adapter", adapter]):
         run = kvspec(*args)

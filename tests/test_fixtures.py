@@ -26,8 +26,8 @@ from kvspec.reference import KvspecError
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "spec" / "fixtures"
 FAKES = Path(__file__).resolve().parent / "fakes"
-MUTANT_SPECS = [f"python:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}" for name in mutants.MUTANTS] + [
-    f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}" for name in benefit_mutants.MUTANTS]
+MUTANT_SPECS = [f"in-process:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}" for name in mutants.MUTANTS] + [
+    f"in-process:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}" for name in benefit_mutants.MUTANTS]
 
 
 def kvspec(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -109,7 +109,7 @@ def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementa
     assert sorted(ids) == sorted(set(ids)) == sorted(entry["id"] for entry in read_manifest(CORPUS))
     quoted = {m.group(0) for doc in ("README.md", "spec/fixtures.md") for m in re.finditer(rf"\b{ID_PATTERN}\b", (ROOT / doc).read_text())}
     assert quoted and sorted(quoted - set(ids)) == []  # the ids the docs give as examples are the corpus's
-    assert [adapter_name(a) for a in ("python:kvspec.conformance.galleries.mutants:freq_not_saturated", "cmd:node examples/js/server.js",
+    assert [adapter_name(a) for a in ("in-process:kvspec.conformance.galleries.mutants:freq_not_saturated", "cmd:node examples/js/server.js",
                                       "python:docs/certifications/s3fifo-pypi/adapter.py:adapter", "python:my.module:adapter", "reference")] == [
         "freq_not_saturated", "node examples/js/server.js", "s3fifo-pypi", "module", "reference"]  # a counterexample's source
     annotated = {**case, "id": "", "title": case["title"] + "!", "provenance": "elsewhere", "clauses": [*case["clauses"], "FIX-3"]}
@@ -261,7 +261,7 @@ def test_FIX_12_policy_verifies_only_the_cases_of_those_policies_and_the_report_
     assert [r.id for r in results] == chosen and sorted(configured) == sorted(policies[case] for case in chosen)
     assert {r.verdict for r in results} == {"pass"} and all(r.policy == policies[r.id] for r in results)
     output = tmp_path / "verdicts.json"
-    assert cli.main(["fixtures", "verify", str(corpus), "--adapter", "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo",
+    assert cli.main(["fixtures", "verify", str(corpus), "--adapter", "in-process:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo",
                      "--policy", "lru", "--policy", "s3fifo", "--output", str(output)]) == 3
     verdicts = json.loads(output.read_text())
     assert [v["id"] for v in verdicts] == [case for case, policy in policies.items() if policy in ("lru", "s3fifo")]
@@ -316,7 +316,7 @@ def failing_ids(spec: str) -> list[str]:
 
 
 def test_FIX_11_known_failures_pass_the_run_and_an_unexpected_pass_fails_it(tmp_path: Path) -> None:
-    spec = "python:kvspec.conformance.galleries.benefit_mutants:no_key_tiebreak"
+    spec = "in-process:kvspec.conformance.galleries.benefit_mutants:no_key_tiebreak"
     failing = failing_ids(spec)
     known = tmp_path / "known.json"
     known.write_text(json.dumps({case: "ordered by score alone" for case in failing}))

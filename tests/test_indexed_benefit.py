@@ -26,7 +26,7 @@ from kvspec.reference.benefit.traces import TRACES, XorShift64
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "spec" / "fixtures"
-INDEXED = "python:kvspec.conformance.measurement.indexed_benefit:IndexedBenefitAdapter"
+INDEXED = "in-process:kvspec.conformance.measurement.indexed_benefit:IndexedBenefitAdapter"
 COST = CostSample(100.0, 30.0)
 
 
@@ -288,7 +288,7 @@ def pending_kept_on_hit() -> IndexedBenefitAdapter:
     ("pending_kept_on_hit", 0, "BEN-REMOVE-1"),
 ])
 def test_the_quick_certification_catches_a_wrong_index_and_names_the_clause(variant: str, seed: int, clause: str, tmp_path: Path) -> None:
-    status, report = certify(f"python:{__file__}:{variant}", "quick", seed, tmp_path)
+    status, report = certify(f"in-process:{__file__}:{variant}", "quick", seed, tmp_path)
     (verdict,) = report.policies
     assert status == 3 and not verdict.conforms
     assert clause in [failure.clauses[0] for failure in verdict.failures if failure.clauses], [f.message for f in verdict.failures]

@@ -24,7 +24,7 @@ from kvspec.reference.trace import TraceRecord
 from support import schema_errors
 
 FAKES = Path(__file__).resolve().parent / "fakes" / "inprocess.py"
-MUTANT = "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"  # the same LRU, showing its queues
+MUTANT = "in-process:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"  # the same LRU, showing its queues
 S3FIFO = ReplayConfig(policy="s3fifo", capacity=8, block_size=4, small_ratio=0.25)
 LRU = ReplayConfig(policy="lru", capacity=8, block_size=4)
 OPTIONS = ["--capacity", "8", "--block-size", "4", "--small-ratio", "0.25"]
@@ -82,7 +82,7 @@ def rows(report: DivergenceReport) -> list[tuple[int, int, int, int, int]]:
 
 
 def test_every_divergence_is_reported_with_each_caches_own_totals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, report, text, err = keep_going(tmp_path, f"python:{FAKES}:lru_at_the_results_level", capsys)
+    status, report, text, err = keep_going(tmp_path, f"in-process:{FAKES}:lru_at_the_results_level", capsys)
     expected = side_by_side(120)
     assert status == 3 and not report.conforms and report.stopped is None
     assert len(expected) > SHOWN and rows(report) == expected and report.diverged_requests == len(expected) and report.requests == 120
@@ -113,7 +113,7 @@ def test_the_first_divergence_is_diagnosed_as_without_keep_going(tmp_path: Path,
 
 
 def test_a_failure_mid_way_is_reported_with_the_divergences_before_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, report, _, err = keep_going(tmp_path, f"python:{FAKES}:lru_raising_late", capsys)
+    status, report, _, err = keep_going(tmp_path, f"in-process:{FAKES}:lru_raising_late", capsys)
     before = side_by_side(LATE_FAULT_AT - 1)
     assert status == 3 and report.stopped is not None and before
     assert (report.stopped.at, report.stopped.request, report.stopped.line, report.stopped.clauses) == ("request", LATE_FAULT_AT, LATE_FAULT_AT,
@@ -125,7 +125,7 @@ def test_a_failure_mid_way_is_reported_with_the_divergences_before_it(tmp_path: 
 
 
 def test_a_failure_at_the_start_and_a_conforming_implementation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, report, _, err = keep_going(tmp_path, f"python:{FAKES}:factory_raises", capsys)
+    status, report, _, err = keep_going(tmp_path, f"in-process:{FAKES}:factory_raises", capsys)
     assert status == 3 and report.stopped is not None and report.stopped.at == "start" and report.requests == 0
     assert "at its start: PROTO-29: " in err
     output = tmp_path / "agrees.json"
@@ -152,7 +152,7 @@ def test_memory_does_not_grow_with_the_divergences(tmp_path: Path) -> None:
     for count in (500, 5_000):
         (tmp_path / f"{count}.jsonl").write_text("".join(line.format(i) for i in range(count)))
         peaks.append(peak_mib("replay", str(tmp_path / f"{count}.jsonl"), "--capacity", "64", "--block-size", "1", "--adapter",
-                              f"python:{FAKES}:lru_at_the_results_level", "--keep-going", "--output", str(output)))
+                              f"in-process:{FAKES}:lru_at_the_results_level", "--keep-going", "--output", str(output)))
         assert json.loads(output.read_text())["diverged_requests"] > count - 10
     assert peaks[1] < peaks[0] + 1, peaks
 

@@ -278,11 +278,11 @@ policies = ["s3fifo"]
 
 [[implementations]]
 name = "reference"
-adapter = "python:kvspec.conformance.galleries.mutants:canonical"
+adapter = "in-process:kvspec.conformance.galleries.mutants:canonical"
 
 [[implementations]]
 name = "lru-instead-of-s3fifo"
-adapter = "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"
+adapter = "in-process:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"
 """
 
 
@@ -368,7 +368,7 @@ def test_a_policy_an_implementation_does_not_offer_is_its_certification_s_findin
                                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """Known only once it has started: recorded as what `kvspec certify` says of it, and the
     campaign goes on, every other certification's report kept."""
-    benefit_only = "python:kvspec.conformance.measurement.indexed_benefit:IndexedBenefitAdapter"
+    benefit_only = "in-process:kvspec.conformance.measurement.indexed_benefit:IndexedBenefitAdapter"
     assert cli.main(["certify", "--adapter", benefit_only, "--policy", "fifo"]) == 1
     said = capsys.readouterr().err.removeprefix("kvspec: error: ").removesuffix("\n")
     (tmp_path / "c.toml").write_text(f"policies = ['fifo']\n[[implementations]]\nname = 'benefit-only'\nadapter = '{benefit_only}'\n"

@@ -46,13 +46,13 @@ def test_a_conforming_implementation_passes_as_one_test(pytester: pytest.Pyteste
 
 def test_a_mutant_fails_with_the_clause_and_the_shrunk_requests_in_their_replay_command(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
-        "--kvspec-adapter=python:kvspec.conformance.galleries.mutants:no_min_clamp", "--kvspec-policy=s3fifo", "-p", "no:cacheprovider"
+        "--kvspec-adapter=in-process:kvspec.conformance.galleries.mutants:no_min_clamp", "--kvspec-policy=s3fifo", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*s3fifo: DOES NOT CONFORM", "*examples/s", "REPLAY-HIT-1: *", "*the shrunk counterexample, * request*",
-         "kvspec replay - --adapter python:kvspec.conformance.galleries.mutants:no_min_clamp --policy s3fifo * <<'EOF'",
+         "kvspec replay - --adapter in-process:kvspec.conformance.galleries.mutants:no_min_clamp --policy s3fifo * <<'EOF'",
          '{"timestamp": 0, "input_length": *, "output_length": 0, "hash_ids": [[]*[]]}', "EOF", "FAILED kvspec-certify?s3fifo?*"]
     )
 
@@ -61,7 +61,7 @@ def test_each_item_starts_the_implementation_and_stops_it(pytester: pytest.Pytes
     """PROTO-13: an item stops the implementation it certified, so that a failure to stop is that item's."""
     pytester.makepyfile(counting=COUNTING_ADAPTER)
     result = pytester.runpytest_subprocess(
-        "--kvspec-adapter=python:counting:make", "--kvspec-policy=lru", "--kvspec-policy=fifo", "-p", "no:cacheprovider"
+        "--kvspec-adapter=in-process:counting:make", "--kvspec-policy=lru", "--kvspec-policy=fifo", "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=2)
     assert (pytester.path / "adapter.log").read_text().split() == ["load", "close", "load", "close"]

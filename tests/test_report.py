@@ -28,7 +28,7 @@ def test_the_checked_in_schema_is_the_models_schema() -> None:
 
 
 def test_a_mutant_report_names_the_clause_and_saves_a_replayable_counterexample(tmp_path: Path) -> None:
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.mutants:ghost_in_final_size", "--policy", "s3fifo", "--report", str(tmp_path))
+    run = kvspec("certify", "--adapter", "in-process:kvspec.conformance.galleries.mutants:ghost_in_final_size", "--policy", "s3fifo", "--report", str(tmp_path))
     assert run.returncode == 3, run.stdout + run.stderr
     report = Report.model_validate_json((tmp_path / "report.json").read_text())
     assert schema_errors("certification-report.schema.json", json.loads((tmp_path / "report.json").read_bytes())) == []
@@ -73,7 +73,7 @@ def test_a_conforming_report_passes_every_clause(tmp_path: Path) -> None:
 def test_a_failing_certification_prints_its_shrunk_requests_inside_a_command_that_replays_them() -> None:
     """Without --report, the verdict's counterexample is the requests themselves inside `kvspec
     replay -`: pasted whole into a shell, it reproduces the divergence."""
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.mutants:no_min_clamp", "--policy", "s3fifo")
+    run = kvspec("certify", "--adapter", "in-process:kvspec.conformance.galleries.mutants:no_min_clamp", "--policy", "s3fifo")
     assert run.returncode == 3, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     start = next(n for n, line in enumerate(lines) if line.startswith("kvspec replay - --adapter"))
@@ -88,7 +88,7 @@ def test_a_failing_certification_prints_its_shrunk_requests_inside_a_command_tha
 
 
 def test_a_failing_benefit_certification_prints_its_shrunk_operations_as_protocol_requests(tmp_path: Path) -> None:
-    run = kvspec("certify", "--adapter", "python:kvspec.conformance.galleries.benefit_mutants:ghosts_lost", "--policy", "benefit",
+    run = kvspec("certify", "--adapter", "in-process:kvspec.conformance.galleries.benefit_mutants:ghosts_lost", "--policy", "benefit",
                  "--report", str(tmp_path))
     assert run.returncode == 3, run.stdout + run.stderr
     report = Report.model_validate_json((tmp_path / "report.json").read_text())

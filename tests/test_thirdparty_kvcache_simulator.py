@@ -45,7 +45,7 @@ def canonical_hits(config: AdapterConfig, requests: list[tuple[list[int], int]])
 def test_the_adapter_drives_the_version_pyproject_pins() -> None:
     """The adapter reads the package's internals, so it is pinned; the installed one is that version."""
     assert '"kvcache-simulator==0.1.3"' in PYPROJECT.read_text()
-    assert version("kvcache-simulator") == "0.1.3" == load_adapter(adapter_of("kvcache-simulator")).identity.version
+    assert version("kvcache-simulator") == "0.1.3" == load_adapter(adapter_of("kvcache-simulator", "in-process")).identity.version
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
@@ -60,7 +60,7 @@ def test_kvcache_simulator_agrees_with_its_dialect_on_random_examples(policy: st
     """Capacities -2 to 8 (the package takes any), chained and arbitrary ids; the canonical policy
     disagrees with the package on some of them, so the dialect's variation points are reached."""
     draw = random.Random(15)
-    adapter = load_adapter(adapter_of("kvcache-simulator"))
+    adapter = load_adapter(adapter_of("kvcache-simulator", "in-process"))
     dialect = dialect_for(policy, "kvcache-simulator")
     canonical_differs = 0
     for example in range(80):
@@ -80,7 +80,7 @@ def test_kvcache_simulator_agrees_with_its_dialect_on_the_start_of_a_mooncake_tr
     costs a run over every request so far, so the resident count is compared after the last one."""
     with gzip.open(bundled_trace_path(f"{trace}.jsonl.gz"), "rt") as lines:
         requests = [(record["hash_ids"], record["input_length"]) for record in map(json.loads, islice(lines, 80))]
-    adapter = load_adapter(adapter_of("kvcache-simulator"))
+    adapter = load_adapter(adapter_of("kvcache-simulator", "in-process"))
     for capacity in (10, 100):
         agrees_in_dialect(adapter, AdapterConfig(policy, capacity, 512), dialect_for(policy, "kvcache-simulator"), requests, every_count=False)
 

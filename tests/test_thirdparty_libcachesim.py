@@ -64,7 +64,7 @@ def test_libcachesim_admits_nothing_when_the_small_fifo_holds_one_block(capacity
 
 def test_libcachesim_has_no_max_freq_so_its_adapter_accepts_minus_1() -> None:
     """S3-CONF-6: max_freq -1 must be refused; the binding has no such knob to refuse it."""
-    adapter = load_adapter(adapter_of("libcachesim"))
+    adapter = load_adapter(adapter_of("libcachesim", "in-process"))
     adapter.configure(AdapterConfig("s3fifo", 6, 1, 0.5, -1))
     adapter.access([1])
     assert adapter.resident_count() == 1
@@ -94,7 +94,7 @@ def test_libcachesim_lru_and_fifo_agree_with_their_dialect_in_lockstep(policy: s
     and resident count, at capacities 0 to 8, block sizes 1, 3 and 16, chained and arbitrary ids,
     a quarter of them at the edges of the id range."""
     draw = random.Random(15)
-    adapter = load_adapter(adapter_of("libcachesim"))
+    adapter = load_adapter(adapter_of("libcachesim", "in-process"))
     dialect = dialect_for(policy, "libcachesim")
     for example in range(200):
         block_size = draw.choice([1, 3, 16])
@@ -108,7 +108,7 @@ def test_libcachesim_lru_and_fifo_agree_with_their_dialect_in_lockstep(policy: s
 def test_libcachesim_lru_and_fifo_refuse_a_negative_capacity_themselves(policy: str) -> None:
     """REPLAY-CONF-1, REPLAY-DIALECT-1: the binding raises ValueError for cache_size -1, which the
     adapter passes on as a refusal; at 0 it builds a cache that admits nothing."""
-    adapter = load_adapter(adapter_of("libcachesim"))
+    adapter = load_adapter(adapter_of("libcachesim", "in-process"))
     with pytest.raises(ConfigRefused, match="non-negative"):
         adapter.configure(AdapterConfig(policy, -1, 1))
     adapter.configure(AdapterConfig(policy, 0, 1))

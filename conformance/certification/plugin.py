@@ -79,7 +79,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kvspec-adapter",
         metavar="SPEC",
-        help="certify this implementation: reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)",
+        help="certify this implementation: reference | python:MODULE:FACTORY | in-process:MODULE:FACTORY | 'cmd:PROGRAM ARGS' "
+        "(spec/adapter-protocol.md, PROTO-18)",  # kvspec.conformance.cli.arguments.ADAPTER_FORMS: not imported here (above)
     )
     group.addoption(
         "--kvspec-policy",

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 Line = TypeVar("Line")  # a trace's line, as a TraceRecord or a Request (reference/trace.py)
 
+# PROTO-18's adapter specs, as a shell takes them: python: served in a process of its own, in-process: inside kvspec's.
+ADAPTER_FORMS = "reference | python:MODULE:FACTORY | in-process:MODULE:FACTORY | 'cmd:PROGRAM ARGS' (spec/adapter-protocol.md, PROTO-18)"
 DEFAULTS = ReplayConfig()  # REPLAY-CONF-1 to REPLAY-CONF-3, S3-CONF-1, S3-CONF-6
 EXIT_STATUS = ("exit status: 0 {done}; 1 bad input or a failure to run, said in one line on stderr (a command line argparse "
                "refuses included); {finding}130 or 143 after SIGINT or SIGTERM, with nothing written.")

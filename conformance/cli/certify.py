@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kvspec.conformance.cli.arguments import add_adapter, add_dialect, folder_path, subcommand, typed
+from kvspec.conformance.cli.arguments import ADAPTER_FORMS, add_adapter, add_dialect, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.reference import ALL_POLICIES
 from kvspec.reference.constants import CERTIFY_PROFILES as PROFILES
@@ -24,7 +24,7 @@ def add(commands: Any) -> None:
         help="certify an implementation against the spec through an adapter",
         description="Drive an implementation and the reference side by side with a stateful Hypothesis machine; exit 0 only if it conforms.",
     )
-    add_adapter(check, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    add_adapter(check, True, ADAPTER_FORMS)
     check.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
                        help="a policy to certify (repeatable; default: all the adapter offers)")
     check.add_argument("--profile", choices=sorted(PROFILES), default="quick", help="quick (CI) or thorough (certification); default quick")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli import maintainers
-from kvspec.conformance.cli.arguments import add_adapter, add_output, subcommand, typed
+from kvspec.conformance.cli.arguments import ADAPTER_FORMS, add_adapter, add_output, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ALL_POLICIES, KvspecError
@@ -28,7 +28,7 @@ def add(commands: Any) -> None:
     replay_all.add_argument("directory", nargs="?", metavar="CORPUS", type=Path,
                             help="a corpus folder, one case's file, or the id of a case of the corpus installed with kvspec "
                             "(default: that corpus, whole)")
-    add_adapter(replay_all, True, "reference | python:module:factory | cmd:'program args' (spec/adapter-protocol.md)")
+    add_adapter(replay_all, True, ADAPTER_FORMS)
     replay_all.add_argument("--known-failures", metavar="FILE", type=Path, help="a JSON object mapping case ids to why each is expected to fail (FIX-11)")
     replay_all.add_argument("--policy", dest="policies", action="append", choices=ALL_POLICIES,
                             help="verify only the cases of this policy (repeatable; default: every case; FIX-12)")

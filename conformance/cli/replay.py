@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli.arguments import (
+    ADAPTER_FORMS,
     DEFAULTS,
     add_adapter,
     add_capacity,
@@ -60,8 +61,8 @@ def add(commands: Any) -> None:
     add_dialect(run, "replay")
     add_output(run, "write the JSON here instead of stdout")
     run.add_argument("--per-request", action="store_true", help="include hit_tokens and prompt_tokens for every request")
-    add_adapter(run, False, "replay through this implementation (reference | python:module:factory | cmd:'program args') in lockstep "
-                "with the reference; exit 3 at the first request on which they disagree, or where it fails")
+    add_adapter(run, False, f"replay through this implementation ({ADAPTER_FORMS}) in lockstep with the reference; exit 3 at the "
+                "first request on which they disagree, or where it fails")
     run.add_argument("--keep-going", action="store_true",
                      help="with --adapter: go on past every divergence to the end of the trace, each cache replaying from its own state "
                      "(the implementation is never reset to the reference's), and write every divergence and both caches' own totals "

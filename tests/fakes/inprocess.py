@@ -1,4 +1,4 @@
-"""Deliberately wrong in-process implementations (python:tests/fakes/inprocess.py:FACTORY): the
+"""Deliberately wrong in-process implementations (in-process:tests/fakes/inprocess.py:FACTORY): the
 reference, which conforms, broken in one way at its third request after each configure, so that
 every replay of an example fails alike; or at its construction, or at its close (PROTO-29); and,
 for `kvspec replay --keep-going`, an LRU asked for S3FIFO at the results level, which diverges
