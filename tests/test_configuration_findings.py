@@ -20,7 +20,7 @@ HANDMADE = Path(__file__).resolve().parent / "handmade" / "configuration_mistake
 
 def certified(tmp_path: Path, mistake: str, policy: str, *args: str) -> tuple[str, PolicyVerdict]:
     """`kvspec certify` of one of tests/handmade/configuration_mistakes.py, its deadline 0.3 s: the console and the policy's verdict."""
-    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", f"python:{HANDMADE}:{mistake}",
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", f"in-process:{HANDMADE}:{mistake}",
                           "--policy", policy, "--reply-timeout", "0.3", "--report", str(tmp_path / "report"), *args],
                          capture_output=True, text=True, timeout=600,
                          env={**os.environ, "KVSPEC_CONTRACTS": "0", "KVSPEC_HANGS": str(tmp_path / "hangs")})

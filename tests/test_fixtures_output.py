@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_fixtures import CORPUS, ROOT, kvspec, small_corpus
 
 from kvspec.conformance.core.citations import CLAUSE_LINE
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
-from test_fixtures import CORPUS, ROOT, kvspec, small_corpus
 
 LRU_FOR_S3FIFO = "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"
 FAIL = re.compile(r"  FAIL (\S+) \((\w+): (.*)\): (.*): the first difference is at (\S+)$")

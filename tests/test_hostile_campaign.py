@@ -36,7 +36,7 @@ from distributed import LocalCluster
 from test_bad_input import KVSPEC, MEMORY, OK, OK2, Case, Content, Folder, error, materialise, one_line, snapshot
 from test_bad_input import test_bad_input as run_case
 
-import kvspec.adapters
+from kvspec.adapters import IN_PROCESS
 from kvspec.conformance import cli
 from kvspec.conformance.certification import campaign as campaign_module
 from kvspec.conformance.cli import interruption
@@ -45,9 +45,6 @@ from kvspec.reference import KvspecError
 
 from support import schema_errors
 
-# The spelling of an implementation called inside kvspec's process (PROTO-18): `python:` until
-# python: adapters are served in a process of their own, `in-process:` since.
-IN_PROCESS = getattr(kvspec.adapters, "IN_PROCESS", "python")
 STARTS = "cmd:touch {started}"  # an implementation that leaves a file if it is ever started: no case may start one
 TRACE = OK + OK2
 

@@ -18,7 +18,7 @@ from kvspec.conformance.galleries.mutants import MUTANTS
 
 HERE = Path(__file__).resolve().parent
 HANDMADE = HERE / "handmade" / "configuration_mistakes.py"
-GALLERY = "python:kvspec.conformance.galleries.mutants"
+GALLERY = "in-process:kvspec.conformance.galleries.mutants"
 # Each S3FIFO mutant against a named dialect or a set of variation points, in turn.
 AGAINST = (("--dialect", "libcachesim"), ("--variation", "ghost-cap-0.9,promote-at-2"))
 
@@ -88,7 +88,7 @@ def test_the_replay_command_of_an_lru_against_variation_points_reproduces_its_fi
 def test_the_replay_command_of_a_fault_at_capacity_0_keeps_the_dialect_that_accepts_it(tmp_path: Path) -> None:
     """An LRU that accepts capacity 0, as capacity-0-empty does, then fails on every insert: the
     command replays it at capacity 0 in that dialect (canonically, REPLAY-CONF-1 refuses it)."""
-    stdout, report = certified(tmp_path, "--adapter", f"python:{HANDMADE}:accepts_capacity_0", "--policy", "lru", "--variation",
+    stdout, report = certified(tmp_path, "--adapter", f"in-process:{HANDMADE}:accepts_capacity_0", "--policy", "lru", "--variation",
                                "capacity-0-empty")
     (failure,) = printed_everywhere(stdout, tmp_path, report)
     assert failure.clauses == ["PROTO-29"] and failure.config is not None and failure.config["capacity"] == 0, failure.message
@@ -108,7 +108,7 @@ def test_the_command_under_a_hang_keeps_the_deadline_and_says_the_requests_are_n
 
 @pytest.mark.parametrize("name", sorted(BENEFIT_MUTANTS)[:3])
 def test_the_verify_command_of_a_benefit_finding_reproduces_it(name: str, tmp_path: Path) -> None:
-    stdout, report = certified(tmp_path, "--adapter", f"python:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}",
+    stdout, report = certified(tmp_path, "--adapter", f"in-process:kvspec.conformance.galleries.benefit_mutants:{name.replace('-', '_')}",
                                "--policy", "benefit")
     failures = printed_everywhere(stdout, tmp_path, report)
     assert failures and all(json.loads((tmp_path / "report" / f.trace_file).read_text())["kind"] == "benefit" for f in failures if f.trace_file)

@@ -40,8 +40,8 @@ from kvspec.conformance.certification.benefit_diagnosis import (
     state_clauses,
     victim_clauses,
 )
-from kvspec.conformance.certification.diagnosis import Diagnosis, consistent
 from kvspec.conformance.certification.configurations import ConfigurationFindings, Knobs
+from kvspec.conformance.certification.diagnosis import Diagnosis, consistent
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable
 from kvspec.conformance.certification.lockstep import Divergence, offered_to_both
 from kvspec.conformance.certification.machine import same, started

@@ -6,10 +6,9 @@ takes them from a trace file, with a Lockstep as the replay's Server. Both stop 
 Divergence; `kvspec replay --keep-going` goes on past it (conformance/certification/keep_going.py).
 """
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
-
-import json
 
 from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot

@@ -13,8 +13,8 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
-from kvspec.conformance.certification.dialect_search import Search, candidates
 from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, spec_accepts
+from kvspec.conformance.certification.dialect_search import Search, candidates
 from kvspec.conformance.certification.faults import Fault
 from kvspec.conformance.certification.lockstep import Divergence, shown
 from kvspec.conformance.certification.machine import wide_knobs
