@@ -127,7 +127,7 @@ def test_a_closed_streams_number_is_taken_by_dev_null_not_by_a_file_kvspec_opens
     and whatever writes to that number (an in-process implementation, a library's message on
     descriptor 2, a child process) would write into it."""
     (folder / "probe.py").write_text(PROBE)
-    run = kvspec("replay", "t.jsonl", "--capacity", "16", "--adapter", "python:probe.py:make", "--output", "out.json", cwd=folder,
+    run = kvspec("replay", "t.jsonl", "--capacity", "16", "--adapter", "in-process:probe.py:make", "--output", "out.json", cwd=folder,
                  closed=(0, 1, 2))
     assert run.returncode == 0
     assert (folder / "descriptors.json").read_text() == repr(["/dev/null"] * 3)
