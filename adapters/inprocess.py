@@ -21,6 +21,7 @@ implementation is served in a process of its own (``python:module:factory``).
 import atexit
 import json
 import os
+import posix
 import signal
 import sys
 import threading
@@ -47,6 +48,7 @@ VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
 BENEFIT_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(BenefitStateReply)
 EXIT = os._exit
+EXITS = (os, posix)  # the modules an implementation may call _exit by (os._exit is posix._exit)
 TAKEN = ("took SIGALRM away, which kvspec keeps the deadline with (PROTO-15): in kvspec's process it may not (served in a process "
          "of its own, python:module:factory, it may)")
 HOST_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # kvspec's own interruptions (conformance/cli/interruption.py), or a host's
@@ -67,6 +69,12 @@ class Exited(BaseException):
 
 def refused_exit(status: int) -> None:
     raise Exited(f"called os._exit({status!r}), which would end kvspec's process with it")
+
+
+def refusing_exits(refuse: bool) -> None:
+    """os._exit and posix._exit refused (while an implementation's call runs), or given back."""
+    for module in EXITS:
+        module._exit = refused_exit if refuse else EXIT  # type: ignore[assignment]
 
 
 class Raised(Exception):
@@ -139,7 +147,7 @@ class Watchdog:
             self.last_tick = now
         self.due = self.deadline = now + seconds
         self.label = label
-        os._exit = refused_exit  # type: ignore[assignment]
+        refusing_exits(True)
         try:
             result = call(*args)
         except Expired:
@@ -152,7 +160,7 @@ class Watchdog:
             raise Raised(error) from None
         finally:
             self.deadline = self.due = None  # no handler of the watchdog's raises in this frame (raisable)
-            os._exit = EXIT
+            refusing_exits(False)
             self.last_call = time.monotonic()
             taken = signal.getsignal(signal.SIGALRM) is not self.handler
             if taken:  # kvspec's handler put back
@@ -298,12 +306,12 @@ def _waited(seconds: float, call: Callable[[], T]) -> T:
             outcome.append((False, Raised(error)))
 
     worker = threading.Thread(target=run, daemon=True)  # left behind, with the object, if it never returns
-    os._exit = refused_exit  # type: ignore[assignment]
+    refusing_exits(True)
     try:
         worker.start()
         worker.join(seconds)  # a signal of kvspec's own raises here, in the waiting thread, and passes as it is
     finally:
-        os._exit = EXIT
+        refusing_exits(False)
     if not outcome:
         raise Expired
     returned, value = outcome[0]

@@ -10,10 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kvspec.adapters.interface import AdapterConfig
+import pytest
+from dialect_model import ModelAdapter
+
+from kvspec.adapters import Implementation
+from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+from kvspec.conformance.certification.certify import Finding, Outcome, nondeterministic
 from kvspec.conformance.certification.configurations import Knobs
+from kvspec.conformance.certification.dialect_search import find_dialect
+from kvspec.conformance.certification.faults import Fault, Location
+from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.certification.machine import wide_knobs
 from kvspec.conformance.certification.report import PolicyVerdict, Report
+from kvspec.reference.dialects import CANONICAL
 
 HANDMADE = Path(__file__).resolve().parent / "handmade" / "configuration_mistakes.py"
 
@@ -79,6 +88,24 @@ def test_a_hang_at_configure_is_reported_once_for_its_knob_values_and_not_waited
     assert waited_out_once_each(hangs(tmp_path)), hangs(tmp_path)
     assert '"capacity": 9223372036854775807' in verdict.failures[0].message and verdict.behaviour == "conforms"
     assert "--max-capacity N" in stdout and "--find-dialect" not in stdout
+    # it neither accepted nor refused capacity 2^63 - 1: the clause that decides it is not shown kept
+    assert verdict.clauses["REPLAY-CONF-1"] == "inconclusive" and verdict.clauses["REPLAY-CONF-2"] == "pass"
+
+
+def test_a_failure_at_configure_that_no_whole_domain_knob_explains_is_a_fault_not_a_configuration_finding(tmp_path: Path) -> None:
+    """It crashes at block_size 16 with the other knobs usual too: one plain fault (PROTO-29),
+    shrunk, and no configuration left out, whatever knob the configuration it first met it at took."""
+    stdout, verdict = certified(tmp_path, "crashes_at_block_size_16", "lru", "--seed", "3")
+    assert verdict.failures and not any(f.configuration for f in verdict.failures), stdout
+    assert verdict.failures[0].clauses == ["PROTO-29"] and '"block_size": 16' in verdict.failures[0].message
+    assert verdict.behaviour == "does not conform" and "--max-capacity" not in stdout
+
+
+def test_an_implementation_that_refuses_every_configuration_has_its_behaviour_not_certified(tmp_path: Path) -> None:
+    stdout, verdict = certified(tmp_path, "refuses_everything", "fifo")
+    assert verdict.behaviour == "not certified" and all(f.configuration for f in verdict.failures)
+    assert verdict.clauses["FIFO-EVICT-1"] == "inconclusive" and "was not certified (no configuration was accepted by both)" in stdout
+    assert "--max-capacity" not in stdout  # a refusal of everything is not one of capacity
 
 
 def test_the_dialect_search_of_faults_alone_ends_at_once(tmp_path: Path) -> None:
@@ -103,3 +130,60 @@ def test_the_dialect_search_never_waits_a_fault_out_and_records_its_evidence(tmp
     assert all(len(c.points) == found.failing_examples for c in first.candidates)
     assert max(first.candidates, key=lambda c: sum(c.points)).dialect == first.chosen
     assert "but for" in stdout and "Dialect found: small-cap-floor" in stdout
+
+
+# The dialect search's own rules, with certifications made up for it (DIALECT-8) ----------------------
+
+PROMOTES_AT_2 = frozenset({"promote-at-2"})
+
+
+def promoting_at_2() -> tuple[Implementation, Divergence]:
+    """A model of S3FIFO that promotes at the second hit (promote-at-2), and the example the
+    canonical spec fails it on: one block, hit once, then pushed out of an S of one block, into M
+    canonically (S3-ADMIT-S-2) and into G under promote-at-2."""
+    implementation = Implementation.in_process(lambda: ModelAdapter(PROMOTES_AT_2))
+    lockstep = Lockstep(implementation.current(), AdapterConfig("s3fifo", 10, 1, 0.1, 3))
+    lockstep.configure()
+    with pytest.raises(Divergence) as example:
+        for request in ([1], [1], [2]):
+            lockstep.request(request, 1)
+    return implementation, example.value
+
+
+def outcome(dialect: frozenset[str], *findings: Finding) -> Outcome:
+    return Outcome("s3fifo", 1.0, findings, dialect, examples=100, accepted=100)
+
+
+def hang_at(divergence: Divergence) -> Finding:
+    """A hang at a request, which cuts a certification short (PROTO-15)."""
+    fault = Fault(AdapterFailure("hit_tokens: no reply within 10 s (hung?)", "PROTO-15", True),
+                  Location("request 2", 2, divergence.config, divergence.trace[:2]))
+    return Finding(str(fault), "", fault)
+
+
+def test_DIALECT_8_a_certification_a_fault_cuts_short_is_no_dialect_found() -> None:
+    """The certification against the candidate ends at a hang: it says nothing of the rest, and
+    the search stops there, with its reason, where it once took the candidate for the dialect."""
+    implementation, example = promoting_at_2()
+    failed = outcome(CANONICAL, Finding(str(example), "", example))
+    search = find_dialect(implementation, "s3fifo", failed, lambda dialect, skipped: outcome(dialect, hang_at(example)))
+    assert search.dialect is None and "a fault cut its certification short (PROTO-15)" in search.reason, search.reason
+    assert search.steps[-1].chosen == PROMOTES_AT_2 and search.steps[-1].conforms is False
+
+
+def test_DIALECT_8_a_dialect_is_found_only_where_every_example_of_the_evidence_replays_alike() -> None:
+    """Every certification comes back clean, the canonical spec's too: the search takes
+    promote-at-2, which the example replays alike against, and does not leave it out at the end,
+    since the example fails against the canonical spec."""
+    implementation, example = promoting_at_2()
+    failed = outcome(CANONICAL, Finding(str(example), "", example))
+    search = find_dialect(implementation, "s3fifo", failed, lambda dialect, skipped: outcome(dialect))
+    assert search.dialect == PROMOTES_AT_2 and search.trials == ((CANONICAL, False),)
+
+
+def test_PROTO_7_the_example_an_implementation_that_is_not_deterministic_failed_keeps_its_values() -> None:
+    """Its expected and actual values are the example's, as the protocol's JSON, not that JSON written again."""
+    first = Divergence(["REPLAY-HIT-1"], "request 1: ...", request=1, expected=0, actual=1, config=AdapterConfig("lru", 6, 1, 0.1, 3),
+                       trace=[([1], 1)])
+    again = nondeterministic(first, []).divergence
+    assert again is not None and (again.expected, again.actual) == ("0", "1") and again.clauses[0] == "PROTO-7"

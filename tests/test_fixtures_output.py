@@ -22,7 +22,7 @@ from kvspec.conformance.core.citations import CLAUSE_LINE
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
 
-LRU_FOR_S3FIFO = "python:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"
+LRU_FOR_S3FIFO = "in-process:kvspec.conformance.galleries.mutants:lru_instead_of_s3fifo"
 FAIL = re.compile(r"  FAIL (\S+) \((\w+): (.*)\): (.*): the first difference is at (\S+)$")
 
 
@@ -277,3 +277,17 @@ def test_FIX_13_what_an_implementation_sent_is_printed_escaped() -> None:
 
     hostile = Difference("the configuration", {"ok": True}, {"ok": False, "refused": "\x1b[2K\x1b[1A\r\u2028\x9b done"})
     assert all(line.isascii() and line.isprintable() for line in [str(hostile), *marked(hostile)])
+
+
+def test_FIX_13_the_command_under_an_unexpected_pass_keeps_the_known_failures_it_is_one_against(tmp_path: Path) -> None:
+    """FIX-11: a case listed as a known failure that passes fails the run; the case alone, run
+    without the list, would pass, so the command carries --known-failures."""
+    entry = next(e for e in read_manifest(CORPUS) if e["kind"] == "replay")
+    known = tmp_path / "known.json"
+    known.write_text(json.dumps({entry["id"]: "thought to fail"}))
+    run = kvspec("fixtures", "verify", entry["id"], "--adapter", "reference", "--known-failures", str(known))
+    assert run.returncode == 3 and f"UNEXPECTED-PASS {entry['id']} " in run.stdout, run.stdout + run.stderr
+    (command,) = [line.strip().removeprefix("this case alone: ") for line in run.stdout.splitlines() if "this case alone: " in line]
+    assert command.endswith(f"--known-failures {known}")
+    again = rerun(command)
+    assert again.returncode == 3 and f"UNEXPECTED-PASS {entry['id']} " in again.stdout

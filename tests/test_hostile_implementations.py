@@ -77,6 +77,7 @@ def test_PROTO_18_a_python_implementation_is_served_and_nothing_it_does_ends_kvs
 
 IN_PROCESS = [
     ("exits", "PROTO-29", "hit_tokens: raised Exited: called os._exit(0), which would end kvspec's process with it"),
+    ("posix_exits", "PROTO-29", "hit_tokens: raised Exited: called os._exit(0), which would end kvspec's process with it"),
     ("sys_exits", "PROTO-29", "hit_tokens: raised SystemExit: 0"),
     ("keyboard_interrupt", "PROTO-29", "hit_tokens: raised KeyboardInterrupt"),
     ("generator_exit", "PROTO-29", "hit_tokens: raised GeneratorExit"),

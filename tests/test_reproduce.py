@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.certification.report import Failure, Report
+from kvspec.adapters.interface import AdapterConfig
+from kvspec.conformance.certification.report import Failure, Report, Reproduction
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS as BENEFIT_MUTANTS
 from kvspec.conformance.galleries.mutants import MUTANTS
 
@@ -131,3 +132,16 @@ def test_the_replay_commands_of_a_campaign_s_reports_keep_their_dialect_and_dead
         words = shlex.split(failure.replay_command or "")
         assert words[words.index("--reply-timeout") + 1] == "7.5" and "--variation" in words
         reproduces(failure, tmp_path)
+
+
+def test_a_replay_command_takes_every_knob_the_certification_gave_even_a_negative_ratio_in_exponent_form(tmp_path: Path) -> None:
+    """An LRU that reads small_ratio (REPLAY-CONF-3 says it ignores it): the command must carry the
+    ratio it was certified with, -1.7976931348623157e+308 too, which argparse would take for an
+    option were it not joined to its own (--small-ratio=...)."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"timestamp": 0, "input_length": 6, "output_length": 0, "hash_ids": [1, 2, 3, 4, 5, 6]}) + "\n")
+    config = AdapterConfig("lru", 6, 1, -sys.float_info.max, 3)
+    command = Reproduction(f"in-process:{HANDMADE}:reads_the_ratio").replay_command(config, trace)
+    assert "--small-ratio=-1.7976931348623157e+308" in command
+    run = kvspec(*shlex.split(command)[1:], cwd=tmp_path)
+    assert run.returncode == 3 and "(request 1): " in run.stderr, run.stderr

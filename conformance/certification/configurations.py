@@ -8,7 +8,8 @@ failure by the clause and the whole-domain knob values it happened at (of those 
 another, the fewest). A configuration with the
 knob values an implementation failed at is not offered again, so a hang is waited out once for
 each, not on every example. A failure at a configuration with no whole-domain knob (one any cache
-must take) is no configuration finding: it ends the example as any fault does.
+must take), or one that the same configuration with those knobs usual fails too, is no
+configuration finding: it ends the example as any fault does.
 """
 
 from collections.abc import Callable
@@ -44,7 +45,7 @@ class ConfigurationFindings:
         divergence = stop.fault if isinstance(stop, Unshrinkable) else stop
         if isinstance(divergence, Fault):
             knobs = self.wide(config)
-            if not knobs:
+            if not knobs or fails_without(knobs, config, self.base, offer):
                 return False
             self.failed_at.append(knobs)
             self.keep_failure(divergence, knobs)
@@ -67,6 +68,17 @@ class ConfigurationFindings:
 
     def findings(self) -> list[Divergence]:
         return list(self.found.values())
+
+
+def fails_without(knobs: Knobs, config: Any, base: Any, offer: Callable[[Any], Divergence | None]) -> bool:
+    """Whether the implementation fails at ``config`` with its whole-domain knobs set to ``base``'s
+    too: then the failure is not theirs, and no configuration finding (a fresh implementation is
+    offered it: the one that failed is done with)."""
+    try:
+        again = offer(replace(config, **{knob: getattr(base, knob) for knob, _ in knobs}))
+    except Unshrinkable:
+        return True
+    return isinstance(again, Fault)
 
 
 def kind_of(disagreement: Divergence) -> tuple[object, ...]:

@@ -90,13 +90,23 @@ def count_clauses(policy: str) -> tuple[str, ...]:
 KNOB_CLAUSES = {"capacity": "REPLAY-CONF-1", "block_size": "REPLAY-CONF-2", "small_ratio": "S3-CONF-1", "max_freq": "S3-CONF-6"}
 
 
-def spec_accepts(config: AdapterConfig, dialect: frozenset[str] = frozenset()) -> bool:
-    """Whether the spec (in ``dialect``) accepts ``config``."""
+def knob_clause(policy: str, knob: str) -> str:
+    """The clause that decides a knob of ``policy``'s configuration: an LRU or FIFO ignores S3FIFO's (REPLAY-CONF-3)."""
+    return KNOB_CLAUSES[knob] if policy == "s3fifo" or knob in ("capacity", "block_size") else "REPLAY-CONF-3"
+
+
+def refusing_clause(config: AdapterConfig, dialect: frozenset[str] = frozenset()) -> str | None:
+    """The clause by which the spec (in ``dialect``) refuses ``config``, or None if it accepts it."""
     try:
         make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq, dialect))
-    except ConfigError:
-        return False
-    return True
+    except ConfigError as error:
+        return error.clause
+    return None
+
+
+def spec_accepts(config: AdapterConfig, dialect: frozenset[str] = frozenset()) -> bool:
+    """Whether the spec (in ``dialect``) accepts ``config``."""
+    return refusing_clause(config, dialect) is None
 
 
 def accepted_wrongly(config: AdapterConfig, refused_by: str) -> Diagnosis:
@@ -119,10 +129,10 @@ def refused_wrongly(adapter: Adapter, config: AdapterConfig) -> Diagnosis:
     if accepts(adapter, typical) is not True:
         return consistent(*refusal_group(config), evidence=f"; it does not accept {config_json(typical)} either")
     refused = {}
-    for knob, clause in KNOB_CLAUSES.items():
+    for knob in KNOB_CLAUSES:
         probe = AdapterConfig(**{**vars(typical), knob: getattr(config, knob)})
         if spec_accepts(probe) and accepts(adapter, probe) is False:
-            refused[knob] = clause if config.policy == "s3fifo" or knob in ("capacity", "block_size") else "REPLAY-CONF-3"
+            refused[knob] = knob_clause(config.policy, knob)
     if refused:
         changed = " or ".join(f"{knob} {json.dumps(getattr(config, knob))}" for knob in refused)
         return named(*dict.fromkeys(refused.values()), evidence=f"; it accepts {config_json(typical)}, and refuses it with {changed} alone")

@@ -61,35 +61,58 @@ class Search:
 
 
 def examples_of(outcome: Outcome) -> list[Divergence]:
-    """The failing examples an outcome holds: those with a configuration to replay, and no fault."""
-    return [f.divergence for f in outcome.findings
-            if f.divergence is not None and f.divergence.config is not None and not isinstance(f.divergence, Fault)]
+    """The failing examples an outcome holds that a dialect could explain: those with a
+    configuration to replay, but for a fault and a configure that does not reset (PROTO-7). The
+    example an implementation that is not deterministic failed first is one: it failed."""
+    return [f.divergence for f in outcome.findings if f.divergence is not None and f.divergence.config is not None
+            and not isinstance(f.divergence, Fault) and not not_reset(f.divergence)]
 
 
 def faults_of(outcome: Outcome) -> tuple[Finding, ...]:
-    """What no variation point explains: a crash, a hang, a protocol error, a failure outside every example."""
-    return tuple(f for f in outcome.findings if f.divergence is None or isinstance(f.divergence, Fault))
+    """What no variation point explains: a crash, a hang, a protocol error, a failure outside every
+    example, a configure that does not reset."""
+    explained = examples_of(outcome)
+    return tuple(f for f in outcome.findings if f.divergence not in explained)
 
 
-def agreement(implementation: Implementation, dialect: Dialect, example: Divergence) -> int:
-    """How far one example gets in lockstep against ``dialect``: the configuration, then each
-    request's hit tokens, and each request whose every check agreed."""
+def set_aside(finding: Finding) -> bool:
+    """A fault the search leaves aside, which does not cut a certification short: a configuration
+    it failed at (not offered again), or a configure that does not reset (every example then runs
+    on a fresh implementation)."""
+    divergence = finding.divergence
+    return divergence is not None and ((finding.configuration and isinstance(divergence, Fault)) or not_reset(divergence))
+
+
+def not_reset(divergence: Divergence) -> bool:
+    """PROTO-7's finding that configure does not reset (the one certify_policy makes first)."""
+    return divergence.clauses == ("PROTO-7",) and divergence.request == 0 and not divergence.trace
+
+
+def agreement(implementation: Implementation, dialect: Dialect, example: Divergence, fresh: bool = False) -> tuple[int, bool]:
+    """How far one example gets in lockstep against ``dialect`` (on a fresh implementation, if
+    ``fresh``): the configuration, then each request's hit tokens, and each request whose every
+    check agreed; and whether it got to the end."""
     assert example.config is not None
     points, lockstep = 0, None
     try:
-        lockstep = Lockstep(implementation.current(), example.config, dialect)
+        lockstep = Lockstep(implementation.start() if fresh else implementation.current(), example.config, dialect)
         accepted = lockstep.configure()
         points += 1
         for hash_ids, input_length in example.trace if accepted else ():
             lockstep.request(list(hash_ids), input_length)
             points += 1
     except (Divergence, AdapterFailure):  # a failed implementation is started afresh by current()
-        pass
-    return points + (lockstep.hits_agreed if lockstep is not None else 0)
+        return points + (lockstep.hits_agreed if lockstep is not None else 0), False
+    return points + lockstep.hits_agreed, True
 
 
-def points(implementation: Implementation, dialect: Dialect, evidence: list[Divergence]) -> tuple[int, ...]:
-    return tuple(agreement(implementation, dialect, example) for example in evidence)
+def points(implementation: Implementation, dialect: Dialect, evidence: list[Divergence], fresh: bool = False) -> tuple[int, ...]:
+    return tuple(agreement(implementation, dialect, example, fresh)[0] for example in evidence)
+
+
+def explains(implementation: Implementation, dialect: Dialect, evidence: list[Divergence], fresh: bool = False) -> bool:
+    """Whether every example of the evidence replays to its end against ``dialect``."""
+    return all(agreement(implementation, dialect, example, fresh)[1] for example in evidence)
 
 
 def with_requirements(dialect: Dialect, variation: str) -> Dialect:
@@ -107,9 +130,12 @@ def candidates(policy: str, dialect: Dialect) -> list[Dialect]:
 
 def find_dialect(implementation: Implementation, policy: str, failed: Outcome, certify: Certify) -> Search:
     """DIALECT-8: from a failed certification, a minimal dialect the implementation conforms to
-    (spec/dialects.md section 6), but for its faults, or None with the failed outcome. A
+    (spec/dialects.md section 6), but for the faults set aside, or None with the failed outcome. A
     certification against a dialect that failed is followed by one against the canonical spec,
-    where the search starts."""
+    where the search starts. A dialect is found only when its certification ran to its end with
+    nothing but faults set aside, and every example of the evidence replays alike against it; a
+    fault that cuts a certification short ends the search, since it cannot tell what the dialect
+    explains."""
     started = time.perf_counter()
     runs = 0
     if failed.dialect:
@@ -117,15 +143,21 @@ def find_dialect(implementation: Implementation, policy: str, failed: Outcome, c
         if failed.conforms:
             return Search(CANONICAL, (), failed, runs, time.perf_counter() - started)
     skipped, faults = failed.failed_at, faults_of(failed)
+    fresh = any(f.divergence is not None and not_reset(f.divergence) for f in failed.findings)  # as the certifications ran
     evidence = examples_of(failed)
+
+    def found(dialect: Dialect, outcome: Outcome) -> bool:
+        return all(set_aside(f) for f in outcome.findings) and explains(implementation, dialect, evidence, fresh)
+
     if not evidence:
         return Search(None, (), failed, runs, time.perf_counter() - started, faults=faults,
-                      reason="its only findings are faults (a crash, a hang, a protocol error), which no variation point explains")
+                      reason="its only findings are faults (a crash, a hang, a protocol error, a configure that does not reset), which no "
+                             "variation point explains")
     dialect: Dialect = CANONICAL
     tried = {dialect}  # each dialect is certified once at most, so the search ends
     steps: list[Step] = []
     while True:
-        scores = {d: points(implementation, d, evidence) for d in [dialect, *candidates(policy, dialect)] if d == dialect or d not in tried}
+        scores = {d: points(implementation, d, evidence, fresh) for d in [dialect, *candidates(policy, dialect)] if d == dialect or d not in tried}
         best = max(scores, key=lambda d: sum(scores[d]))  # the first of the best, in catalogue order (DIALECT-8)
         if best == dialect:  # no variation point gets the failing examples further
             steps.append(Step(dialect, tuple(scores.items()), None))
@@ -134,19 +166,20 @@ def find_dialect(implementation: Implementation, policy: str, failed: Outcome, c
         tried.add(best)
         outcome = certify(best, skipped)
         runs += 1
-        skipped, faults = outcome.failed_at, faults + faults_of(outcome)
-        steps.append(Step(dialect, tuple(scores.items()), best, settled(outcome)))
+        conforms = found(best, outcome)
+        skipped, faults = outcome.failed_at, faults + tuple(f for f in faults_of(outcome) if f.configuration)
+        steps.append(Step(dialect, tuple(scores.items()), best, conforms))
         dialect = best
-        if settled(outcome):
+        if conforms:
             break
+        cut = [f for f in faults_of(outcome) if not set_aside(f)]
+        if cut:
+            return Search(None, tuple(evidence), failed, runs, time.perf_counter() - started, tuple(steps), faults=faults + tuple(cut),
+                          reason=f"against {described(dialect)} a fault cut its certification short ({cut[0].message.split(': ')[0]}), "
+                                 "and no variation point explains a fault")
         evidence += examples_of(outcome)
-    dialect, outcome, runs, trials = minimised(policy, dialect, outcome, lambda d: certify(d, skipped), runs)
+    dialect, outcome, runs, trials = minimised(policy, dialect, outcome, lambda d: certify(d, skipped), runs, found)
     return Search(dialect, tuple(evidence), outcome, runs, time.perf_counter() - started, tuple(steps), tuple(trials), faults=faults)
-
-
-def settled(outcome: Outcome) -> bool:
-    """Whether the dialect explains every finding: what is left, if anything, is faults, which no dialect explains."""
-    return not examples_of(outcome)
 
 
 def without(dialect: Dialect, variation: str) -> Dialect:
@@ -154,12 +187,13 @@ def without(dialect: Dialect, variation: str) -> Dialect:
     return frozenset(v for v in dialect if v != variation and variation not in VARIATIONS[v].requires)
 
 
-def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Callable[[Dialect], Outcome],
-              runs: int) -> tuple[Dialect, Outcome, int, list[tuple[Dialect, bool]]]:
+def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Callable[[Dialect], Outcome], runs: int,
+              found: Callable[[Dialect, Outcome], bool]) -> tuple[Dialect, Outcome, int, list[tuple[Dialect, bool]]]:
     """Step 4: each variation point taken out in turn, the last in catalogue order first, and left
-    out where the implementation still conforms (but for faults); again until a whole pass leaves
-    none out, so that none of those that remain can be. The dialect, its conforming certification,
-    the runs so far, and each dialect tried with whether it conformed."""
+    out where the implementation still conforms (``found``: but for the faults set aside, and with
+    every example of the evidence); again until a whole pass leaves none out, so that none of those
+    that remain can be. The dialect, its conforming certification, the runs so far, and each
+    dialect tried with whether it conformed."""
     certified = {dialect}
     trials = []
     while True:
@@ -170,8 +204,9 @@ def minimised(policy: str, dialect: Dialect, outcome: Outcome, certify: Callable
             certified.add(smaller)
             trial = certify(smaller)
             runs += 1
-            trials.append((smaller, settled(trial)))
-            if settled(trial):
+            conforms = found(smaller, trial)
+            trials.append((smaller, conforms))
+            if conforms:
                 dialect, outcome = smaller, trial
                 break
         else:

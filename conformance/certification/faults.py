@@ -18,7 +18,7 @@ from kvspec.adapters import BENEFIT_METHODS, REPLAY_METHODS
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused
 from kvspec.adapters.protocol import to_double
 from kvspec.adapters.wire import reply_json, state_json
-from kvspec.conformance.certification.lockstep import Divergence, shown
+from kvspec.conformance.certification.lockstep import Divergence, Unshrinkable, configuration_text, shown
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
 
@@ -42,15 +42,6 @@ class Fault(Divergence):
                          trace=at.trace, benefit=at.benefit)
         self.expected = self.actual = ""  # no reply to compare: the message says what happened
         self.timed_out = failure.timed_out
-
-
-class Unshrinkable(BaseException):
-    """A fault whose every replay would wait out a deadline: ends the Hypothesis run unshrunk.
-    A BaseException, so that Hypothesis lets it through instead of shrinking it."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(str(fault))
-        self.fault = fault
 
 
 def located(failure: AdapterFailure, at: Location) -> Fault | Unshrinkable:
@@ -124,7 +115,7 @@ def observations(adapter: Any, config: AdapterConfig | BenefitConfig) -> list[di
 def configuration_json(config: AdapterConfig | BenefitConfig) -> str:
     """PROTO-7's or PROTO-20's configuration, as the configure request carries it."""
     if isinstance(config, AdapterConfig):
-        return shown(config)
+        return configuration_text(config)
     return json.dumps({knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()})
 
 

@@ -8,12 +8,14 @@ Divergence; `kvspec replay --keep-going` goes on past it (conformance/certificat
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import snapshot_of
-from kvspec.adapters.wire import cap_json, config_json, decision_json, state_json
+from kvspec.adapters.protocol import to_double
+from kvspec.adapters.wire import cap_json, decision_json, state_json
 from kvspec.conformance.certification.diagnosis import (
     Diagnosis,
     accepted_wrongly,
@@ -24,6 +26,7 @@ from kvspec.conformance.certification.diagnosis import (
     own,
     queue_diagnosis,
     queue_difference,
+    refusal_group,
     refused_wrongly,
     resident_count_diagnosis,
     results_diagnosis,
@@ -61,11 +64,30 @@ class Divergence(AssertionError):
         self.benefit = benefit  # the benefit policy's: its config and operations, as protocol messages (PROTO-20 to PROTO-27)
 
 
+class Unshrinkable(BaseException):
+    """A fault whose every replay would wait out a deadline: ends the Hypothesis run unshrunk.
+    A BaseException, so that Hypothesis lets it through instead of shrinking it (faults.py)."""
+
+    def __init__(self, fault: Divergence) -> None:
+        super().__init__(str(fault))
+        self.fault = fault
+
+
+def configuration_fields(config: AdapterConfig) -> dict[str, str | int | float]:
+    """PROTO-7's fields; a ratio JSON has no number for (in-process only) as PROTO-19's strings."""
+    return {**asdict(config), "small_ratio": to_double(config.small_ratio)}
+
+
+def configuration_text(config: AdapterConfig) -> str:
+    """The configuration as the configure request carries it (PROTO-7)."""
+    return json.dumps(configuration_fields(config))
+
+
 def shown(value: object) -> str:
     """A value as the protocol's JSON writes it (spec/adapter-protocol.md): a configuration, a
     snapshot, a benefit reply or state, a count; a tuple of them as a list."""
     if isinstance(value, AdapterConfig):
-        return config_json(value)
+        return configuration_text(value)
     if isinstance(value, Snapshot):
         return json.dumps({"small": [list(e) for e in value.small], "main": [list(e) for e in value.main], "ghost": list(value.ghost)})
     if isinstance(value, BenefitState):
@@ -166,11 +188,19 @@ class Lockstep:
                                                                lambda: self.adapter.configure(config))
         if refused_by is not None and accepted:
             raise self.diverge(named(refused_by) if self.dialect else accepted_wrongly(config, refused_by),
-                               f"the configuration {config_json(config)} must be refused, and the implementation accepted it", "refused", "accepted")
+                               f"the configuration {configuration_text(config)} must be refused, and the implementation accepted it", "refused", "accepted")
         if refused_by is None and not accepted:
-            raise self.diverge(self.diagnosed(lambda: refused_wrongly(self.adapter, config), configuration=True),
-                               f"the configuration {config_json(config)} is valid, and the implementation refused it", "accepted", "refused")
+            raise self.diverge(self.diagnosed(lambda: self.refusal_diagnosis(config), configuration=True),
+                               f"the configuration {configuration_text(config)} is valid, and the implementation refused it", "accepted", "refused")
         return accepted
+
+    def refusal_diagnosis(self, config: AdapterConfig) -> Diagnosis:
+        """Which knob it refuses, asked of other configurations; where it hangs at one of those, the
+        refusal stays the finding, with what it is consistent with."""
+        try:
+            return refused_wrongly(self.adapter, config)
+        except Unshrinkable:
+            return consistent(*refusal_group(config), evidence="; it hung when asked to configure another cache")
 
     def request(self, hash_ids: list[int], input_length: int) -> int:
         """One request, sent to both; hit tokens, resident count and (at the state level) every

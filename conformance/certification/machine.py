@@ -27,10 +27,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-from kvspec.adapters.wire import config_json
 from kvspec.conformance.certification.configurations import ConfigurationFindings, Knobs
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable, located
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.conformance.certification.lockstep import Divergence, Lockstep, configuration_text
 from kvspec.conformance.certification.strategies import now_and_then
 from kvspec.conformance.core.workloads import ID_NUMBERINGS, Conversations, Pins, Probe, long_queues, pinned, smallest_capacity
 from kvspec.reference.dialects import CANONICAL, Dialect
@@ -276,7 +275,7 @@ class CertificationMachine(RuleBasedStateMachine):
 def location(lockstep: Lockstep) -> Location:
     """Where a fault happened: the configuration, or the request being sent (the trace ends with it)."""
     n = len(lockstep.trace)
-    return Location(f"request {n}" if n else f"the configuration {config_json(lockstep.config)}", n, lockstep.config, list(lockstep.trace))
+    return Location(f"request {n}" if n else f"the configuration {configuration_text(lockstep.config)}", n, lockstep.config, list(lockstep.trace))
 
 
 def started(implementation: Implementation, fresh: bool) -> object:

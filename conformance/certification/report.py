@@ -13,10 +13,10 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
-from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, spec_accepts
+from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, knob_clause, refusing_clause, spec_accepts
 from kvspec.conformance.certification.dialect_search import Search, candidates
 from kvspec.conformance.certification.faults import Fault
-from kvspec.conformance.certification.lockstep import Divergence, shown
+from kvspec.conformance.certification.lockstep import Divergence, configuration_fields, shown
 from kvspec.conformance.certification.machine import wide_knobs
 from kvspec.conformance.core.commands import reaching, shell_command
 from kvspec.conformance.core.output import model_json, write_text, written_whole
@@ -205,9 +205,25 @@ def clauses_for(outcome: Outcome) -> dict[str, Verdict]:
     relevant = [c for c in CHECKED_CLAUSES if (c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))) and c not in replaced]
     relevant += [VARIATIONS[v].clause for v in in_catalogue_order(dialect)]
     failed = shown_broken(outcome)
-    suspected = {c for f in outcome.findings if f.divergence for c in f.divergence.consistent_with}
+    suspected = {c for f in outcome.findings if f.divergence for c in f.divergence.consistent_with} | undecided(outcome)
     decided = outcome.conforms or (not outcome.behaviour_failed and outcome.accepted > 0)
     return {clause: "fail" if clause in failed else "pass" if decided and clause not in suspected else "inconclusive" for clause in relevant}
+
+
+def undecided(outcome: Outcome) -> set[str]:
+    """The clauses that decide a configuration the implementation failed at (it crashed or hung
+    before it accepted or refused): the clause that refuses it, or those of its whole-domain knobs."""
+    clauses = set()
+    for finding in outcome.findings:
+        fault = finding.divergence
+        if not (finding.configuration and isinstance(fault, Fault)):
+            continue
+        if fault.config is None:  # the benefit policy's
+            clauses.add("BEN-CONF-8")
+            continue
+        refused_by = refusing_clause(fault.config, outcome.dialect)
+        clauses |= {refused_by} if refused_by else {knob_clause(outcome.policy, knob) for knob, _ in wide_knobs(fault.config)}
+    return clauses
 
 
 def trace_lines(trace: list[tuple[list[int], int]]) -> str:
@@ -232,12 +248,13 @@ class Reproduction:
         dialect: it stops at the divergence. Every knob the configuration gave goes with it, an
         LRU's or FIFO's S3FIFO knobs too where they are not the defaults (REPLAY-CONF-3 says they
         are ignored: an implementation that reads them shows it)."""
+        # Each value joined to its option, for argparse takes -1.5e+308 (or -1) alone for an option
         words = ["kvspec", "replay", str(trace_file), *reaching(self.adapter, self.reply_timeout, self.start_timeout), "--policy",
-                 config.policy, "--capacity", str(config.capacity), "--block-size", str(config.block_size)]
+                 config.policy, f"--capacity={config.capacity}", f"--block-size={config.block_size}"]
         if config.policy == "s3fifo" or config.small_ratio != DEFAULTS.small_ratio:
-            words += ["--small-ratio", repr(config.small_ratio)]
+            words.append(f"--small-ratio={config.small_ratio!r}")
         if config.policy == "s3fifo" or config.max_freq != DEFAULTS.max_freq:
-            words += ["--max-freq", str(config.max_freq)]
+            words.append(f"--max-freq={config.max_freq}")
         if self.dialect:
             words += ["--variation", ",".join(in_catalogue_order(self.dialect))]
         return shell_command(words)
@@ -279,7 +296,7 @@ def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Fi
     if divergence.benefit is not None:
         config = dict(divergence.benefit["config"])
     else:
-        config = None if divergence.config is None else dict(vars(divergence.config))
+        config = None if divergence.config is None else configuration_fields(divergence.config)
     return Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
                    request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
                    trace_file=trace_file, replay_command=command, steps=finding.steps, configuration=finding.configuration)
@@ -357,12 +374,14 @@ def hints(outcome: Outcome) -> list[str]:
 
 
 def refused_or_failed_at(divergence: Divergence, knob: str) -> bool:
-    """The implementation refused a configuration the spec accepts for its ``knob``, or failed at
-    one whose ``knob`` takes a whole-domain value."""
+    """The implementation refused a configuration the spec accepts, for its ``knob`` (shown broken,
+    not only consistent with the difference), or failed at one the spec accepts, whose ``knob``
+    takes a whole-domain value."""
     assert divergence.config is not None
     if isinstance(divergence, Fault):
-        return knob in dict(wide_knobs(divergence.config))
-    return divergence.expected == shown("accepted") and KNOB_CLAUSES[knob] in divergence.clauses
+        return knob in dict(wide_knobs(divergence.config)) and spec_accepts(divergence.config)
+    shown_broken = set(divergence.clauses) - set(divergence.consistent_with)
+    return divergence.expected == shown("accepted") and KNOB_CLAUSES[knob] in shown_broken
 
 
 def explainable(policy: str, finding: Finding) -> bool:
@@ -395,7 +414,7 @@ def found_dialect(search: Search) -> FoundDialect:
                         replaces=[] if search.dialect is None else replaced_clauses(search.dialect), failing_examples=len(search.evidence),
                         examples_agreed=0 if search.dialect is None else search.outcome.examples,
                         certifications=search.certifications, seconds=round(search.seconds, 1), reason=search.reason,
-                        evidence=[Example(clauses=list(e.clauses), message=str(e), config=dict(vars(e.config)) if e.config else {},
+                        evidence=[Example(clauses=list(e.clauses), message=str(e), config=configuration_fields(e.config) if e.config else {},
                                           requests=[(list(h), n) for h, n in e.trace]) for e in search.evidence],
                         steps=[Step(dialect=in_catalogue_order(step.dialect),
                                     candidates=[Candidate(dialect=in_catalogue_order(d), points=list(p)) for d, p in step.scores],
@@ -492,17 +511,18 @@ def found_line(found: FoundDialect) -> str:
     """DIALECT-8, as the report says it."""
     cost = (f"{'found' if found.dialect else 'searched'} from {plural(found.failing_examples, 'failing example')} with "
             f"{plural(found.certifications, 'more certification')} in {found.seconds:.1f} s")
-    unexplained = (f"; but for {plural(len(found.unexplained), 'fault')} of its own, which no variation point explains, and whose "
-                   "configurations its certifications did not offer again" if found.unexplained else "")
+    unexplained = f"; but for {plural(len(found.unexplained), 'fault')} of its own, which no variation point explains" if found.unexplained else ""
     if found.dialect == []:
         return f"It conforms to the canonical spec, which was certified again ({cost})."
     if found.dialect is None and not found.evidence:
-        return f"The dialect search did not run: {found.reason}."
+        ran = "did not run" if found.certifications == 0 else "stopped once the canonical spec was certified again"
+        return f"The dialect search {ran}: {found.reason}."
     if found.dialect is None:
         return (f"The search found no set of variation points of spec/dialects.md that explains it ({found.reason}; {cost}; the search "
                 f"is greedy, so one may exist that it did not reach{unexplained}); its first failure is where it departs from the spec.")
+    agreed = "the one example" if found.examples_agreed == 1 else f"all {found.examples_agreed} examples"
     return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect, "
-            f"agreeing on all {found.examples_agreed} examples of its last certification ({cost}{unexplained}).")
+            f"agreeing on {agreed} of its last certification ({cost}{unexplained}).")
 
 
 def clause_line(failure: Failure) -> str:

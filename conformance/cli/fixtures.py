@@ -100,9 +100,11 @@ def corpus_of(given: Path | None) -> tuple[Path, str | None]:
 
 
 def alone(args: argparse.Namespace, result: "CaseResult", installed: bool) -> str:
-    """The command that verifies ``result``'s case alone, with the same adapter and timeouts: by
-    its id when it is a case of the installed corpus, by its file otherwise."""
+    """The command that verifies ``result``'s case alone, with the same adapter, timeouts and known
+    failures (an unexpected pass is one against them): by its id when it is a case of the
+    installed corpus, by its file otherwise."""
     from kvspec.conformance.core.commands import reaching, shell_command
 
     case = result.id if installed else str(result.file)
-    return shell_command(["kvspec", "fixtures", "verify", case, *reaching(args.adapter, args.reply_timeout, args.start_timeout)])
+    known = ["--known-failures", str(args.known_failures)] if args.known_failures is not None and result.verdict == "unexpected-pass" else []
+    return shell_command(["kvspec", "fixtures", "verify", case, *reaching(args.adapter, args.reply_timeout, args.start_timeout), *known])

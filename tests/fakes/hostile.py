@@ -38,6 +38,12 @@ def ends_in_os_exit() -> None:
     os._exit(0)
 
 
+def ends_in_posix_exit() -> None:
+    import posix
+
+    posix._exit(0)  # os._exit by another name
+
+
 def ends_in_sys_exit() -> None:
     sys.exit(0)
 
@@ -75,6 +81,7 @@ def raises(error: BaseException) -> None:
 
 DEEDS = {
     "exits": ends_in_os_exit,
+    "posix_exits": ends_in_posix_exit,
     "sys_exits": ends_in_sys_exit,
     "segfaults": segfaults,
     "ignores_alarm_and_sleeps": ignores_alarm_and_sleeps,

@@ -97,3 +97,49 @@ class Refuses32BitCapacitiesAndIsLru(LruInsteadOfS3FIFO, Refuses32BitCapacities)
 
 def refuses_32_bit_capacities_and_is_lru() -> CanonicalS3FIFO:
     return Refuses32BitCapacitiesAndIsLru()
+
+
+class CrashesAtBlockSize16(CanonicalS3FIFO):
+    """Crashes at configure whenever block_size is 16, whatever the other knobs: a failure no
+    whole-domain knob explains, so no configuration finding, though a knob of the configuration it
+    first meets it at may take one."""
+
+    name = "crashes-at-block-size-16"
+
+    def configure(self, config: AdapterConfig) -> None:
+        if config.block_size == 16:
+            raise RuntimeError("block size 16 not supported")
+        super().configure(config)
+
+
+class ReadsTheRatio(CanonicalS3FIFO):
+    """An LRU that reads small_ratio, which REPLAY-CONF-3 says it ignores: below -1e300 it keeps a
+    block fewer."""
+
+    name = "reads-the-ratio"
+
+    def configure(self, config: AdapterConfig) -> None:
+        if config.policy == "lru" and config.small_ratio < -1e300 and type(config.capacity) is int and config.capacity > 1:
+            config = AdapterConfig(config.policy, config.capacity - 1, config.block_size, config.small_ratio, config.max_freq)
+        super().configure(config)
+
+
+class RefusesEverything(CanonicalS3FIFO):
+    """Refuses every configuration: its behaviour is never certified."""
+
+    name = "refuses-everything"
+
+    def configure(self, config: AdapterConfig) -> None:
+        raise ConfigRefused("no")
+
+
+def crashes_at_block_size_16() -> CanonicalS3FIFO:
+    return CrashesAtBlockSize16()
+
+
+def reads_the_ratio() -> CanonicalS3FIFO:
+    return ReadsTheRatio()
+
+
+def refuses_everything() -> CanonicalS3FIFO:
+    return RefusesEverything()
