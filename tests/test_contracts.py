@@ -22,4 +22,4 @@ def test_typeguard_checks_the_reference_while_the_tests_run() -> None:
     from typeguard import TypeCheckError
 
     with pytest.raises(TypeCheckError):
-        s3fifo.saturating_increment("1", 3)  # type: ignore[arg-type]
+        s3fifo.caps_are_valid((1, 1, 1, 3))  # type: ignore[arg-type]

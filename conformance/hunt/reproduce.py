@@ -1,0 +1,100 @@
+"""Each counterexample CrossHair reported, run again concretely: ``python -m kvspec.conformance.hunt.reproduce``,
+the process `kvspec hunt` starts after the search, with every contract installed and no CrossHair.
+
+CrossHair's symbolic execution can break a condition that plain Python never breaks: its proxies
+nest deep enough to raise RecursionError where the same call does not (`kvspec hunt check` met one
+on admit_to_small), and a path can run out of time on a call that ends at once. A counterexample
+counts only once the function, called on the same arguments outside CrossHair, breaks the same
+condition: the same postcondition of the same function fails (icontract's ViolationError), the
+same exception is raised, or the call does not end within ENDS_WITHIN seconds.
+
+It reads a JSON list of {"function", "args", "expect"} on stdin and writes one JSON line for each,
+{"reproduced": bool, "outcome": what the call did}.
+"""
+
+import json
+import signal
+import sys
+from types import FrameType, TracebackType
+from typing import Any
+
+ENDS_WITHIN = 1.0  # seconds: a rule on a bounded input ends in microseconds
+
+
+class Ended(BaseException):
+    """The concrete call ran out of its time (a BaseException: no rule's `except Exception` catches it)."""
+
+
+def rebuilt(text: str, namespace: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments CrossHair printed, ``S3FIFO(Caps(1, 1, 1, 1), {}, {3: 1}, {}), 2, 0``, evaluated
+    where the function is defined, as CrossHair wrote them from its constructors' reprs."""
+    return eval(f"(lambda *args, **kwargs: (args, kwargs))({text})", dict(namespace))  # noqa: S307
+
+
+def violated(error: BaseException) -> tuple[Any, str] | None:
+    """The function whose contract ``error`` reports (the innermost icontract wrapper it came
+    through), and the message; None for an exception that is not a contract's."""
+    if type(error).__name__ != "ViolationError":
+        return None
+    innermost = None
+    trace: TracebackType | None = error.__traceback__
+    while trace is not None:
+        frame: FrameType = trace.tb_frame
+        if frame.f_code.co_name == "wrapper" and "func" in frame.f_locals and "icontract" in frame.f_code.co_filename:
+            innermost = frame.f_locals["func"]
+        trace = trace.tb_next
+    return innermost, str(error)
+
+
+def outcome(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, str]:
+    """What the call did: ("returned", None, ""), ("raised", the exception, its message) or ("did not end", None, "")."""
+    def expire(signum: int, frame: object) -> None:
+        raise Ended
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, ENDS_WITHIN)
+    try:
+        function(*args, **kwargs)
+    except Ended:
+        return "did not end", None, ""
+    except Exception as error:  # the rule's own failure: what is compared
+        return "raised", error, f"{type(error).__name__}: {error}".splitlines()[0]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return "returned", None, ""
+
+
+def reproduce(name: str, text: str, expect: dict[str, str]) -> dict[str, object]:
+    """``expect``: {"kind": "postcondition"} (one of the function's own) | {"kind": "raises", "exception": type name}
+    | {"kind": "did not end"}."""
+    from kvspec.conformance.hunt.targets import module_of, plain, resolve
+
+    try:
+        holder, function = resolve(name)
+        args, kwargs = rebuilt(text, vars(module_of(holder)) if holder is not None else {})
+    except Exception as error:  # arguments that do not evaluate: nothing to run
+        return {"reproduced": False, "outcome": f"its arguments do not rebuild: {type(error).__name__}: {error}".splitlines()[0]}
+    if isinstance(holder, type):
+        function = getattr(holder, name.rsplit(".", 1)[1])  # a classmethod bound to its class
+    what, error, message = outcome(function, args, kwargs)
+    if what != "raised":
+        return {"reproduced": what == expect["kind"], "outcome": f"it {what}"}
+    contract = violated(error) if error is not None else None
+    own = contract is not None and contract[0] is plain(function)
+    condition = next((c.description for c in getattr(function, "__postconditions__", []) if own and f"{c.description}: " in contract[1]), None)
+    if expect["kind"] == "postcondition":
+        same = condition is not None
+    else:
+        same = expect["kind"] == "raises" and type(error).__name__ == expect["exception"].rsplit(".", 1)[-1]
+    return {"reproduced": same, "outcome": f"it raised {message}", "condition": condition}
+
+
+def main() -> int:
+    for request in json.load(sys.stdin):
+        print(json.dumps(reproduce(request["function"], request["args"], request["expect"])), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
