@@ -46,10 +46,7 @@ class FIFO:
     @classmethod
     @ensure(lambda capacity, result: result.capacity == capacity and not result.arrival, "FIFO-CAP-1: it starts empty")
     def empty(cls, capacity: int) -> "FIFO":
-        """An empty cache of ``capacity`` blocks.
-
-        :raises ConfigError: (for CrossHair: a refusal is this function's answer, not a fault)
-        """
+        """An empty cache of ``capacity`` blocks."""
         return cls(check_count(capacity, 1, "REPLAY-CONF-1", "capacity"), OrderedDict())
 
     blocks = same_blocks

@@ -61,10 +61,7 @@ def derive_caps(capacity: int, small_ratio: float, max_freq: int) -> Caps:
 @ensure(lambda result: result.small_cap >= 1 and result.main_cap >= 1, "S3-CONF-5: both queues hold at least one entry")
 @ensure(lambda max_freq, result: result.max_freq == max_freq >= 0, "S3-CONF-6: max_freq >= 0")
 def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
-    """S3-CONF-1 to S3-CONF-6: the queue sizes, or a ConfigError citing the clause refused.
-
-    :raises ConfigError: (for CrossHair: a refusal is this function's answer, not a fault)
-    """
+    """S3-CONF-1 to S3-CONF-6: the queue sizes, or a ConfigError citing the clause refused."""
     check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
     if not ratio_is_valid(small_ratio):
         raise ConfigError("S3-CONF-1", f"small_ratio must be a finite float in [0.0, 1.0], not {small_ratio!r}")
@@ -143,8 +140,10 @@ def entries_are_valid(cache: "S3FIFO") -> bool:
 
 
 def tail(queue: dict[int, V]) -> tuple[int, V] | None:
-    """The entry at a queue's tail (REPLAY-QUEUE-1), or None for an empty queue."""
-    return next(reversed(queue.items()), None)
+    """The entry at a queue's tail (REPLAY-QUEUE-1), or None for an empty queue. (The tail's key
+    first: CrossHair's dicts cannot reverse their items.)"""
+    h = next(reversed(queue), None)
+    return None if h is None else (h, queue[h])
 
 
 def head_to_make_room(cache: "S3FIFO") -> tuple[int, int] | None:
@@ -252,7 +251,7 @@ def admit_to_small(cache: "S3FIFO", h: int) -> None:
 @require(lambda cache, freq: 0 <= freq <= cache.caps.max_freq, "S3-FREQ-1")
 @ensure(lambda cache, h, freq: cache.main[h] == freq and next(reversed(cache.main)) == h, "S3-ADMIT-M-4: h at the tail of M with its freq")
 @ensure(
-    lambda OLD, cache: (len(cache.main), len(cache.ghost)) == lengths_after_admit_to_main(cache.caps, *OLD.lengths),
+    lambda OLD, cache: (len(cache.main), len(cache.ghost)) == lengths_after_admit_to_main(cache.caps, OLD.lengths[0], OLD.lengths[1]),
     "S3-ADMIT-M-3: exactly one real eviction, and only when M is full, and it goes to G",
 )
 @ensure(lambda OLD, cache: list(cache.main.items())[:-1] == OLD.second_chance[1],
@@ -314,10 +313,7 @@ class S3FIFO:
     @ensure(lambda result: not (result.small or result.main or result.ghost) and len({id(result.small), id(result.main), id(result.ghost)}) == 3,
             "S3-QUEUE-1: three queues, each empty")
     def empty(cls, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> "S3FIFO":
-        """An empty cache (S3-QUEUE-1), its sizes derived by S3-CONF-1 to S3-CONF-6.
-
-        :raises ConfigError: (for CrossHair: a refusal is this function's answer, not a fault)
-        """
+        """An empty cache (S3-QUEUE-1), its sizes derived by S3-CONF-1 to S3-CONF-6."""
         return cls(caps_for(capacity, small_ratio, max_freq), OrderedDict(), OrderedDict(), OrderedDict())
 
     blocks = same_blocks

@@ -75,8 +75,8 @@ def reproduce(name: str, text: str, expect: dict[str, str]) -> dict[str, object]
         args, kwargs = rebuilt(text, vars(module_of(holder)) if holder is not None else {})
     except Exception as error:  # arguments that do not evaluate: nothing to run
         return {"reproduced": False, "outcome": f"its arguments do not rebuild: {type(error).__name__}: {error}".splitlines()[0]}
-    if isinstance(holder, type):
-        function = getattr(holder, name.rsplit(".", 1)[1])  # a classmethod bound to its class
+    if isinstance(holder, type) and isinstance(vars(holder).get(name.rsplit(".", 1)[1]), classmethod):
+        function, args = getattr(holder, name.rsplit(".", 1)[1]), args[1:]  # CrossHair writes the class as the first argument
     what, error, message = outcome(function, args, kwargs)
     if what != "raised":
         return {"reproduced": what == expect["kind"], "outcome": f"it {what}"}

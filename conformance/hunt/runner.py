@@ -95,9 +95,12 @@ def bounded(value: object) -> bool:
 
 def one_search(checkables: list[Any]) -> Any:
     """One search of all a target's postconditions at once, on bounded inputs: CrossHair would
-    explore the same paths of the body again for each postcondition (the first that fails ends it)."""
+    explore the same paths of the body again for each postcondition (the first that fails ends it).
+    A KvspecError is a rule's answer to an input it refuses (a ConfigError citing its clause), not a fault."""
     from crosshair.condition_parser import POSTCONDITION, PRECONDITION, ConditionExpr
     from crosshair.core import ConditionCheckable
+
+    from kvspec.reference import KvspecError
 
     first = checkables[0]
     if not hasattr(first, "conditions"):  # a condition CrossHair could not read: its report says so
@@ -114,7 +117,8 @@ def one_search(checkables: list[Any]) -> Any:
     where = (conditions.src_fn.__code__.co_filename, conditions.src_fn.__code__.co_firstlineno)
     bound = ConditionExpr(PRECONDITION, lambda values: bounded([v for k, v in values.items() if k != "__old__"]), *where, "bounded")
     post = ConditionExpr(POSTCONDITION, all_hold, *where, " and ".join(p.expr_source for p in posts))
-    return ConditionCheckable(first.ctxfn, first.options, dataclasses.replace(conditions, pre=[bound, *conditions.pre], post=[post]))
+    return ConditionCheckable(first.ctxfn, first.options, dataclasses.replace(conditions, pre=[bound, *conditions.pre], post=[post],
+                                                                              raises=conditions.raises | {KvspecError}))
 
 
 def cpu_share() -> float:
