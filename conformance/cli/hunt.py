@@ -36,7 +36,7 @@ def add(commands: Any) -> None:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
-    from kvspec.conformance.hunt.search import BUDGET, DIFFS, MAX_SECONDS, hunt, record
+    from kvspec.conformance.hunt.search import BUDGET, DIFFS, MAX_SECONDS, hunt, record, shown_call
 
     targeted = bool(args.function or args.clause)
     budget = args.budget if args.budget is not None else BUDGET["targeted" if targeted else "all"]
@@ -52,12 +52,12 @@ def run_hunt(args: argparse.Namespace) -> int:
     searched = f" ({plural(hunted.functions, 'function')}, {plural(hunted.conditions, 'condition')})" if hunted.functions else ""
     print(f"{hunted.command}{searched}: {plural(len(hunted.found), 'counterexample')} in {hunted.seconds:.1f} s")
     for counterexample in hunted.found:
-        print(f"  {shown(counterexample)}")
+        print(f"  {shown_call(counterexample)}: {counterexample.found}")
     if hunted.unreproduced:
         print(f"{plural(len(hunted.unreproduced), 'counterexample')} of CrossHair's not reproduced outside it (the function run concretely "
               "on the same arguments does not break the same condition; they do not change the exit status):")
         for counterexample in hunted.unreproduced:
-            print(f"  {shown(counterexample)} (concretely, {counterexample.concretely})")
+            print(f"  {shown_call(counterexample)}: {counterexample.found} (concretely, {counterexample.concretely})")
     if recorded is not None:
         print(f"  {recorded} new, recorded in conformance/hunted.json (kvspec fixtures generate makes them fixtures)")
     return 3 if hunted.found else 0
@@ -65,8 +65,3 @@ def run_hunt(args: argparse.Namespace) -> int:
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def shown(counterexample: Any) -> str:
-    call = ", ".join(f"{name}={value!r}" if not name.startswith("arg") else str(value) for name, value in counterexample.args.items())
-    return f"{counterexample.function.rsplit('.', 1)[-1]}({call}): {counterexample.found}"

@@ -16,8 +16,10 @@ with its mutant. A mutant's body reads the rules it calls from its copy (its glo
 copy's): the imports below are the reference's names, for the reader and the linter.
 """
 
+import importlib.machinery
 import importlib.util
 import math
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from types import FunctionType, ModuleType
 from typing import Any
 
 from kvspec.reference.errors import ConfigError
+from kvspec.reference.fifo import FIFO
+from kvspec.reference.lru import LRU
 from kvspec.reference.queues import requeue
 from kvspec.reference.s3fifo import (
     S3FIFO,
@@ -162,6 +166,32 @@ def _hit_in_small_moves_to_tail(cache: "S3FIFO", h: int) -> None:
         cache.small[h] = saturating_increment(cache.small.pop(h), cache.caps.max_freq)
     elif h in cache.main:
         cache.main[h] = saturating_increment(cache.main[h], cache.caps.max_freq)
+    elif h in cache.ghost:
+        del cache.ghost[h]
+        admit_to_main(cache, h, 0)
+    else:
+        admit_to_small(cache, h)
+
+
+def _hit_in_small_not_counted(cache: "S3FIFO", h: int) -> None:
+    """S3-ACCESS-1 left out: a hit in S changes nothing (only M's hits counted)."""
+    if h in cache.small:
+        return
+    if h in cache.main:
+        cache.main[h] = saturating_increment(cache.main[h], cache.caps.max_freq)
+    elif h in cache.ghost:
+        del cache.ghost[h]
+        admit_to_main(cache, h, 0)
+    else:
+        admit_to_small(cache, h)
+
+
+def _hit_in_main_not_counted(cache: "S3FIFO", h: int) -> None:
+    """S3-ACCESS-2 left out: a hit in M changes nothing (only S's hits counted)."""
+    if h in cache.small:
+        cache.small[h] = saturating_increment(cache.small[h], cache.caps.max_freq)
+    elif h in cache.main:
+        return
     elif h in cache.ghost:
         del cache.ghost[h]
         admit_to_main(cache, h, 0)
@@ -425,12 +455,12 @@ def _resident_count_with_ghost(self: "S3FIFO") -> int:
 # --- LRU (spec/lru.md) ---------------------------------------------------------------------------
 
 
-def _lru_count_is_capacity(self: Any) -> int:
+def _lru_count_is_capacity(self: "LRU") -> int:
     """LRU-CAP-1's resident count confused with the capacity."""
     return self.capacity
 
 
-def _lru_hit_not_requeued(cache: Any, h: int) -> None:
+def _lru_hit_not_requeued(cache: "LRU", h: int) -> None:
     """LRU-ACCESS-1 left out: a hit changes nothing (FIFO)."""
     recency = cache.recency
     if h in recency:
@@ -440,7 +470,7 @@ def _lru_hit_not_requeued(cache: Any, h: int) -> None:
     recency[h] = True
 
 
-def _lru_evicts_most_recent(cache: Any, h: int) -> None:
+def _lru_evicts_most_recent(cache: "LRU", h: int) -> None:
     """LRU-EVICT-1 at the wrong end: the tail, the most recent, is evicted."""
     recency = cache.recency
     if h in recency:
@@ -451,7 +481,7 @@ def _lru_evicts_most_recent(cache: Any, h: int) -> None:
     recency[h] = True
 
 
-def _lru_admits_at_head(cache: Any, h: int) -> None:
+def _lru_admits_at_head(cache: "LRU", h: int) -> None:
     """LRU-ADMIT-1 at the wrong end: a new hash joins at the head, the next to go."""
     recency = cache.recency
     if h in recency:
@@ -465,7 +495,7 @@ def _lru_admits_at_head(cache: Any, h: int) -> None:
 # --- FIFO (spec/fifo.md) -------------------------------------------------------------------------
 
 
-def _fifo_over_capacity(cache: Any, h: int) -> None:
+def _fifo_over_capacity(cache: "FIFO", h: int) -> None:
     """FIFO-CAP-1 with > for >=: the queue holds capacity + 1 hashes."""
     arrival = cache.arrival
     if h in arrival:
@@ -475,7 +505,7 @@ def _fifo_over_capacity(cache: Any, h: int) -> None:
     arrival[h] = True
 
 
-def _fifo_hit_requeued(cache: Any, h: int) -> None:
+def _fifo_hit_requeued(cache: "FIFO", h: int) -> None:
     """FIFO-ACCESS-1 as LRU does it: a hit moves to the tail."""
     arrival = cache.arrival
     if h in arrival:
@@ -487,7 +517,7 @@ def _fifo_hit_requeued(cache: Any, h: int) -> None:
     arrival[h] = True
 
 
-def _fifo_evicts_newest(cache: Any, h: int) -> None:
+def _fifo_evicts_newest(cache: "FIFO", h: int) -> None:
     """FIFO-EVICT-1 at the wrong end: the tail, admitted last, is evicted."""
     arrival = cache.arrival
     if h in arrival:
@@ -497,7 +527,7 @@ def _fifo_evicts_newest(cache: Any, h: int) -> None:
     arrival[h] = True
 
 
-def _fifo_admits_at_head(cache: Any, h: int) -> None:
+def _fifo_admits_at_head(cache: "FIFO", h: int) -> None:
     """FIFO-ADMIT-1 at the wrong end: a new hash joins at the head."""
     arrival = cache.arrival
     if h in arrival:
@@ -519,6 +549,8 @@ MUTANTS: tuple[SpecMutant, ...] = (
     SpecMutant("ghost-is-resident", "S3-QUEUE-3", "is_resident true for a ghost entry", S3FIFO_MODULE, "is_resident", _ghost_is_resident),
     SpecMutant("freq-above-max", "S3-FREQ-1", "freq saturated at max_freq + 1", S3FIFO_MODULE, "saturating_increment", _freq_above_max),
     SpecMutant("freq-unsaturated", "S3-FREQ-2", "freq left unsaturated", S3FIFO_MODULE, "saturating_increment", _freq_unsaturated),
+    SpecMutant("hit-in-small-not-counted", "S3-ACCESS-1", "a hit in S not counted", S3FIFO_MODULE, "access", _hit_in_small_not_counted),
+    SpecMutant("hit-in-main-not-counted", "S3-ACCESS-2", "a hit in M not counted", S3FIFO_MODULE, "access", _hit_in_main_not_counted),
     SpecMutant("hit-in-small-moves-to-tail", "S3-ACCESS-1", "a hit in S moved to its tail", S3FIFO_MODULE, "access",
                _hit_in_small_moves_to_tail),
     SpecMutant("hit-in-main-moves-to-tail", "S3-ACCESS-2", "a hit in M moved to its tail", S3FIFO_MODULE, "access", _hit_in_main_moves_to_tail),
@@ -566,11 +598,14 @@ BY_ATTRIBUTE = {mutant.attribute: mutant for mutant in MUTANTS}
 
 def copy_of(module_name: str, name: str) -> ModuleType:
     """A fresh copy of a reference module, known as ``name``: its own functions, classes and
-    contracts, the reference untouched (as conformance/hunt/seed_rules.py makes its copy)."""
+    contracts, the reference untouched (as conformance/hunt/seed_rules.py makes its copy). It is
+    in sys.modules, with a spec, as CrossHair looks a function's module up there."""
     spec = importlib.util.find_spec(module_name)
     assert spec is not None and spec.loader is not None and spec.origin is not None
     copy = ModuleType(name)
     copy.__file__, copy.__package__ = spec.origin, spec.parent  # the rules' lines are the reference's own
+    copy.__spec__ = importlib.machinery.ModuleSpec(name, None, origin=spec.origin)
+    sys.modules[name] = copy
     exec(compile(spec.loader.get_source(module_name) or "", spec.origin, "exec"), vars(copy))  # noqa: S102
     return copy
 
@@ -602,6 +637,7 @@ def planted(mutant: SpecMutant) -> ModuleType:
     original = getattr(described, "__func__", described)
     rule = FunctionType(mutant.rule.__code__, vars(copy), attribute, mutant.rule.__defaults__, mutant.rule.__closure__)
     rule.__qualname__, rule.__module__, rule.__doc__ = mutant.replaces, copy.__name__, mutant.rule.__doc__
+    rule.__annotations__, rule.__kwdefaults__ = dict(mutant.rule.__annotations__), mutant.rule.__kwdefaults__  # the types CrossHair builds
     replacement = with_contracts_of(original, rule)
     setattr(holder, attribute, classmethod(replacement) if isinstance(described, classmethod) else replacement)
     for cls in [value for value in vars(copy).values() if isinstance(value, type) and value.__module__ == copy.__name__]:

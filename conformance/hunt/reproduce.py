@@ -12,10 +12,13 @@ It reads a JSON list of {"function", "args", "expect"} on stdin and writes one J
 {"reproduced": bool, "outcome": what the call did}.
 """
 
+import inspect
 import json
 import signal
 import sys
-from types import FrameType, TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType, ModuleType, TracebackType
 from typing import Any
 
 ENDS_WITHIN = 1.0  # seconds: a rule on a bounded input ends in microseconds
@@ -31,19 +34,20 @@ def rebuilt(text: str, namespace: dict[str, Any]) -> tuple[tuple[Any, ...], dict
     return eval(f"(lambda *args, **kwargs: (args, kwargs))({text})", dict(namespace))  # noqa: S307
 
 
-def violated(error: BaseException) -> tuple[Any, str] | None:
+def violated(error: BaseException) -> tuple[Any, Any, str] | None:
     """The function whose contract ``error`` reports (the innermost icontract wrapper it came
-    through), and the message; None for an exception that is not a contract's."""
+    through: the function and its wrapper, which holds its contracts), and the message; None for an
+    exception that is not a contract's."""
     if type(error).__name__ != "ViolationError":
         return None
-    innermost = None
+    innermost: tuple[Any, Any] = (None, None)
     trace: TracebackType | None = error.__traceback__
     while trace is not None:
         frame: FrameType = trace.tb_frame
         if frame.f_code.co_name == "wrapper" and "func" in frame.f_locals and "icontract" in frame.f_code.co_filename:
-            innermost = frame.f_locals["func"]
+            innermost = frame.f_locals["func"], frame.f_locals.get("wrapper")
         trace = trace.tb_next
-    return innermost, str(error)
+    return *innermost, str(error)
 
 
 def outcome(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, str]:
@@ -65,6 +69,33 @@ def outcome(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     return "returned", None, ""
 
 
+def preconditions_only(function: Any) -> Any:
+    """A rule the target calls, checked as CrossHair's search checks it (conformance/hunt/runner.py):
+    its preconditions, not its postconditions, which are its own search's to break."""
+    import icontract
+
+    plain = inspect.unwrap(function)
+    checked = plain
+    for contract in reversed([c for group in getattr(function, "__preconditions__", []) for c in group]):
+        checked = icontract.require(contract.condition, contract.description, error=contract.error)(checked)
+    return checked
+
+
+@contextmanager
+def called_rules_checked_as_in_the_search(module: ModuleType | None, target: Any) -> Iterator[None]:
+    """The module's other rules, for the time of the call, checked as CrossHair's search checks them."""
+    if module is None:
+        yield
+        return
+    rules = {name: value for name, value in vars(module).items()
+             if callable(value) and hasattr(value, "__postconditions__") and inspect.unwrap(value) is not inspect.unwrap(target)}
+    try:
+        vars(module).update({name: preconditions_only(rule) for name, rule in rules.items()})
+        yield
+    finally:
+        vars(module).update(rules)
+
+
 def reproduce(name: str, text: str, expect: dict[str, str]) -> dict[str, object]:
     """``expect``: {"kind": "postcondition"} (one of the function's own) | {"kind": "raises", "exception": type name}
     | {"kind": "did not end"}."""
@@ -77,17 +108,33 @@ def reproduce(name: str, text: str, expect: dict[str, str]) -> dict[str, object]
         return {"reproduced": False, "outcome": f"its arguments do not rebuild: {type(error).__name__}: {error}".splitlines()[0]}
     if isinstance(holder, type) and isinstance(vars(holder).get(name.rsplit(".", 1)[1]), classmethod):
         function, args = getattr(holder, name.rsplit(".", 1)[1]), args[1:]  # CrossHair writes the class as the first argument
-    what, error, message = outcome(function, args, kwargs)
+    with called_rules_checked_as_in_the_search(module_of(holder) if holder is not None else None, function):
+        what, error, message = outcome(function, args, kwargs)
     if what != "raised":
         return {"reproduced": what == expect["kind"], "outcome": f"it {what}"}
     contract = violated(error) if error is not None else None
     own = contract is not None and contract[0] is plain(function)
-    condition = next((c.description for c in getattr(function, "__postconditions__", []) if own and f"{c.description}: " in contract[1]), None)
+    condition = next((c.description for c in getattr(function, "__postconditions__", []) if own and f"{c.description}: " in contract[2]), None)
     if expect["kind"] == "postcondition":
         same = condition is not None
+    elif expect["exception"] == "PreconditionFailed":  # CrossHair's name for a called rule's precondition that fails
+        same, condition = called_rule_refused(contract, expect.get("message", ""))
     else:
-        same = expect["kind"] == "raises" and type(error).__name__ == expect["exception"].rsplit(".", 1)[-1]
+        same = type(error).__name__ == expect["exception"].rsplit(".", 1)[-1]
     return {"reproduced": same, "outcome": f"it raised {message}", "condition": condition}
+
+
+def called_rule_refused(contract: tuple[Any, Any, str] | None, crosshair: str) -> tuple[bool, str | None]:
+    """Whether the concrete violation is the precondition CrossHair reported broken
+    (``Precondition "TEXT" was not satisfied before calling "NAME"``), and that precondition's description."""
+    if contract is None or contract[0] is None:
+        return False, None
+    function, wrapper, message = contract
+    for group in getattr(wrapper, "__preconditions__", None) or []:
+        for precondition in group:
+            if f"{precondition.description}: " in message and f'before calling "{function.__name__}"' in crosshair:
+                return True, f"{function.__name__}'s precondition {precondition.description}"
+    return False, None
 
 
 def main() -> int:

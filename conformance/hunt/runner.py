@@ -25,8 +25,11 @@ import argparse
 import dataclasses
 import inspect
 import json
+import signal
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
@@ -48,34 +51,94 @@ def running_body(frame: FrameType | None) -> bool:
     return False
 
 
+SPACES: list[Any] = []  # the StateSpace of the path being run
+WATCH_AGAIN = 0.05  # CPU seconds: when the clock runs out outside the body's own code, look again this soon
+
+
+def out_of_time(space: Any, frame: FrameType | None) -> bool:
+    """The path has run past its time in the body of the target."""
+    return time.process_time() > space.execution_deadline and not space.is_detached and running_body(frame)
+
+
 def install_did_not_end() -> None:
-    """StateSpace.check_timeout raises DidNotEnd in place of PathTimeout while the target's body runs
-    (CrossHair checks the time only where the path branches anew)."""
+    """A path that runs out of its time in the target's body raises DidNotEnd, where CrossHair
+    looks at its clock (StateSpace.check_timeout, where the path branches anew) and, for a loop that
+    branches no more, when the CPU clock's signal comes (SIGPROF, armed for each path) while the
+    body's own code runs (never inside CrossHair's or z3's: it looks again WATCH_AGAIN later)."""
+    import crosshair
+    import z3
     from crosshair.statespace import StateSpace
 
-    check_timeout = StateSpace.check_timeout
+    check_timeout, start = StateSpace.check_timeout, StateSpace.__init__
+    library = tuple(str(Path(package.__file__ or "").parent) for package in (crosshair, z3))
 
     def did_not_end(space: Any) -> None:
-        if time.process_time() > space.execution_deadline and not space.is_detached and running_body(sys._getframe(1)):
+        if out_of_time(space, sys._getframe(1)):
             raise DidNotEnd("the call had not ended when its path's time ran out")
         check_timeout(space)
 
+    def watched(space: Any, *args: Any, **kwargs: Any) -> None:
+        start(space, *args, **kwargs)
+        SPACES[:] = [space]
+        signal.setitimer(signal.ITIMER_PROF, max(space.execution_deadline - time.process_time(), 0.0) + WATCH_AGAIN)
+
+    def on_clock(signum: int, frame: FrameType | None) -> None:
+        if SPACES and out_of_time(SPACES[0], frame) and frame is not None and not frame.f_code.co_filename.startswith(library):
+            raise DidNotEnd("the call had not ended when its path's time ran out, in a loop that no longer branched")
+        if SPACES and not SPACES[0].is_detached:
+            signal.setitimer(signal.ITIMER_PROF, WATCH_AGAIN)
+
     StateSpace.check_timeout = did_not_end  # type: ignore[method-assign]
+    StateSpace.__init__ = watched  # type: ignore[method-assign]
+    signal.signal(signal.SIGPROF, on_clock)
+
+
+class Everything(set):  # type: ignore[type-arg]
+    """The set of every function: icontract skips the checks of a function it finds itself checking already."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def check_only_the_target() -> None:
+    """CrossHair checks the target's conditions itself, and enforces the conditions of the functions
+    they and the target call. Two of those checks are dropped, as each made a path of a rule such as
+    access several times dearer (measured): icontract's own wrappers, which run every contract again
+    (switched off as icontract switches off a function's checks while it checks them, icontract
+    2.7.3 _checkers.py:792), and the postconditions of the rules the body calls, which each rule's
+    own search states. The preconditions of the rules the body calls are still enforced (a caller
+    that breaks one is at fault), and so is everything the target's conditions call: the
+    postcondition of ratio_is_valid is what led CrossHair to S3-CONF-2's floats (not found in 20 s
+    without it, in 4 s with it)."""
+    import icontract._checkers
+    from crosshair import enforce
+
+    icontract._checkers._IN_PROGRESS.set(Everything())
+    wrapper = enforce.EnforcementWrapper
+
+    def body_calls_unchecked(fn: Any, conditions: Any, enforced: Any, first_arg: object) -> Any:
+        called_by_the_body = running_body(sys._getframe(1))
+        return wrapper(fn, dataclasses.replace(conditions, post=[]) if called_by_the_body else conditions, enforced, first_arg)
+
+    enforce.EnforcementWrapper = body_calls_unchecked  # type: ignore[assignment]
 
 
 def emit(record: object) -> None:
     print(json.dumps(record), flush=True)
 
 
+CHOSEN_WEIGHT = 3  # a --function or --clause's own functions get three shares of the budget to each caller's one
+PER_PATH = 2.0  # the most seconds of one path (CrossHair's own: the square root of the condition's): a loop is found sooner
 BOUND = 8  # the integers an input holds lie in [-BOUND, BOUND]
-SIZE = 4  # and its lists, tuples, sets and dicts hold at most SIZE entries
+SIZE = 3  # and its lists, tuples, sets and dicts hold at most SIZE entries
 
 
 def bounded(value: object) -> bool:
-    """The hunt's bound on an input: small integers and collections, through dataclasses' fields.
-    CrossHair explores small inputs far better (../shared/DESIGN.md: a planted S3FIFO bug found in
-    5.5 s with lengths <= 4), and every rule's mistakes of the gallery show within it. Loops, not
-    all() over a generator: under CrossHair that never held over a dataclass's fields (measured)."""
+    """The hunt's bound on an input: its lists, tuples, sets, dicts and dataclasses hold at most SIZE
+    entries each, and the integers in them lie within [-BOUND, BOUND]. CrossHair explores small
+    states far better (../shared/DESIGN.md: a planted S3FIFO bug found in 5.5 s with lengths <= 4).
+    Loops, not all() over a generator: under CrossHair that never held over a dataclass's fields
+    (measured)."""
     if isinstance(value, bool) or isinstance(value, (float, str, bytes)):
         return True
     if isinstance(value, int):
@@ -91,6 +154,24 @@ def bounded(value: object) -> bool:
         if not bounded(part):
             return False
     return True
+
+
+def bounded_arguments(signature: inspect.Signature) -> Callable[[Any], bool] | None:
+    """The bound on a call's arguments that are not plain numbers (``values``: CrossHair's mapping of
+    them, with ``__old__``), or None when all are: a bound on a number is left to the rule's own
+    preconditions (a bound on them slowed CrossHair's search of S3-CONF-2's floats from 2.5 s to
+    past 20 s, measured; so did any precondition more)."""
+    names = [name for name, parameter in signature.parameters.items() if parameter.annotation not in (int, float, bool, str)]
+    if not names:
+        return None
+
+    def holds(values: Any) -> bool:
+        for name in names:
+            if not bounded(values[name]):
+                return False
+        return True
+
+    return holds
 
 
 def one_search(checkables: list[Any]) -> Any:
@@ -115,9 +196,10 @@ def one_search(checkables: list[Any]) -> Any:
         return True
 
     where = (conditions.src_fn.__code__.co_filename, conditions.src_fn.__code__.co_firstlineno)
-    bound = ConditionExpr(PRECONDITION, lambda values: bounded([v for k, v in values.items() if k != "__old__"]), *where, "bounded")
+    bound = bounded_arguments(conditions.sig)
+    pre = [*conditions.pre, ConditionExpr(PRECONDITION, bound, *where, "bounded")] if bound else conditions.pre
     post = ConditionExpr(POSTCONDITION, all_hold, *where, " and ".join(p.expr_source for p in posts))
-    return ConditionCheckable(first.ctxfn, first.options, dataclasses.replace(conditions, pre=[bound, *conditions.pre], post=[post],
+    return ConditionCheckable(first.ctxfn, first.options, dataclasses.replace(conditions, pre=pre, post=[post],
                                                                               raises=conditions.raises | {KvspecError}))
 
 
@@ -156,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     except hunt_targets.SelectionError as error:
         print(error, file=sys.stderr)
         return 2
-    unique = list({target.name: target for target in chosen}.values())
+    by_name: dict[str, Any] = {}
+    for target in chosen:  # each once, as chosen rather than as a caller when it is both
+        if target.name not in by_name or not target.caller:
+            by_name[target.name] = target
+    unique = list(by_name.values())
     options = AnalysisOptionSet(per_condition_timeout=args.per_condition, report_all=True)
     plan = [(target, analyze_function(FunctionInfo(target.holder, target.attribute, vars(target.holder)[target.attribute]), options))
             for target in unique]
@@ -167,15 +253,21 @@ def main(argv: list[str] | None = None) -> int:
         print("WARNING: Targets found, but contain no checkable functions.", file=sys.stderr)
         return 2
     install_did_not_end()
+    check_only_the_target()
     engage_auditwall()
+    weights = [CHOSEN_WEIGHT if not target.caller else 1 for target, _ in searches]
     for done, (target, checkable) in enumerate(searches):
         left = args.seconds - (time.monotonic() - STARTED)
-        seconds = min(args.per_condition, left / (len(searches) - done)) * cpu_share()
+        seconds = min(args.per_condition, left * weights[done] / sum(weights[done:])) * cpu_share()
         if hasattr(checkable, "conditions"):  # not a condition CrossHair could not read
-            checkable.options = dataclasses.replace(checkable.options, per_condition_timeout=max(seconds, 1e-3))
+            checkable.options = dataclasses.replace(checkable.options, per_condition_timeout=max(seconds, 1e-3),
+                                                    per_path_timeout=min(PER_PATH, seconds ** 0.5 if seconds > 1 else seconds))
             BODY[:] = [checkable.conditions.fn.__code__]
         began = time.monotonic()
-        for message in list(checkable.analyze()) or [None]:
+        messages = list(checkable.analyze())
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        SPACES.clear()
+        for message in messages or [None]:
             emit({"function": target.name, "seconds": round(time.monotonic() - began, 2),
                   "state": message.state.value if message else MessageType.CANNOT_CONFIRM.value,
                   "message": message.message if message else "", "path": message.filename if message else "",

@@ -95,6 +95,7 @@ class Hunted:
     command: str
     functions: int = 0
     conditions: int = 0
+    searched: tuple[dict[str, object], ...] = ()  # the runner's record of each function's search
 
 
 def kvspec_command(search: str, budget: float, per_condition: float, functions: tuple[str, ...], clauses: tuple[str, ...]) -> str:
@@ -127,6 +128,21 @@ def arguments(text: str, names: list[str] | None = None) -> dict[str, object]:
     named = [(names[position] if names and position < len(names) else f"arg{position}", node) for position, node in enumerate(call.args)]
     named += [(keyword.arg or "**", keyword.value) for keyword in call.keywords]
     return {name: literal(node, ast.get_source_segment(source, node) or "") for name, node in named}
+
+
+def shown_call(found: Counterexample) -> str:
+    """``function(name=argument, ...)``, each argument as CrossHair wrote it (an object's repr as it
+    is, a string with its quotes), named as ``arguments`` names it."""
+    function = found.function.rsplit(".", 1)[-1]
+    source = f"f({found.call})"
+    try:
+        call = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError):
+        call = None
+    if not found.call or not (isinstance(call, ast.Call) and len(call.args) + len(call.keywords) == len(found.args)):
+        return f"{function}({', '.join(f'{name}={value!r}' for name, value in found.args.items())})"
+    segments = [ast.get_source_segment(source, node) for node in [*call.args, *(k.value for k in call.keywords)]]
+    return f"{function}({', '.join(f'{name}={segment}' for name, segment in zip(found.args, segments))})"
 
 
 def literal(node: ast.expr, text: str) -> object:
@@ -167,25 +183,26 @@ def diff(budget: float, per_condition: float, pair: tuple[str, str]) -> Hunted:
 def check(search: str, budget: float, per_condition: float, functions: tuple[str, ...], clauses: tuple[str, ...]) -> Hunted:
     """The runner's search, within ``budget`` less what reproducing its counterexamples may take, then their reproduction."""
     shown = kvspec_command(search, budget, per_condition, functions, clauses)
-    reserve = min(0.2 * budget, 10.0)
+    reserve = min(0.1 * budget, 5.0) + 1.0  # for the concrete runs: about 1 s to start, and 1 s for a call that does not end
     started = time.perf_counter()
     env = {**os.environ, "KVSPEC_CONTRACTS": "all"}
     try:
         run = subprocess.run(runner_command(search, budget - reserve, per_condition, functions, clauses), capture_output=True, text=True,
                              timeout=budget, env=env)
     except subprocess.TimeoutExpired as expired:
-        searched = [json.loads(line) for line in (expired.stdout or b"").decode(errors="replace").splitlines()[1:] if line.startswith("{")]
-        raise KvspecError(f"hunt: {shown}: the budget of {budget:g} s ran out in the search of its {len(searched) + 1}th condition"
-                          " (CrossHair stops only where a path branches: a call that loops without branching holds it)") from None
+        lines = (expired.stdout or b"").decode(errors="replace").splitlines()
+        done, last = max(len(lines) - 1, 0), json.loads(lines[-1]).get("function") if lines[1:] else None
+        raise KvspecError(f"hunt: {shown}: the budget of {budget:g} s ran out before the search ended ({done} of its functions searched"
+                          + (f", the last {last}" if last else "") + "; CrossHair looks at its clock only between paths, and a call that "
+                          "loops inside CrossHair's own code holds it)") from None
     plan, searched = report(run, shown)
     found = [candidate(search, shown, record, plan) for record in searched if record["state"] in FOUND]
     reproduced = reproduce(found, env, budget - (time.perf_counter() - started), shown)
     seconds = round(time.perf_counter() - started, 1)
-    timed = [replace(c, seconds=seconds, concretely=outcome, condition=condition or c.condition,
-                     found=f"false: {condition}" if condition and c.found == "false" else c.found)
+    timed = [replace(c, seconds=seconds, concretely=outcome, condition=condition or c.condition, found=described(c.found, condition))
              for c, (_, outcome, condition) in zip(found, reproduced)]
     return Hunted([c for c, (same, *_) in zip(timed, reproduced) if same], [c for c, (same, *_) in zip(timed, reproduced) if not same],
-                  seconds, shown, len(plan), sum(conditions for conditions, _ in plan.values()))
+                  seconds, shown, len(plan), sum(conditions for conditions, _ in plan.values()), tuple(searched))
 
 
 def report(run: subprocess.CompletedProcess[str], shown: str) -> tuple[dict[str, tuple[int, list[str]]], list[dict[str, object]]]:
@@ -217,12 +234,19 @@ def candidate(search: str, shown: str, record: dict[str, object], plan: dict[str
     return Counterexample(search, function, args, found, shown, 0.0, "", call["args"] if call else "")
 
 
+def described(found: str, condition: str | None) -> str:
+    """What a counterexample does, in the spec's words where the concrete run named the condition it breaks."""
+    if found.startswith("DidNotEnd"):
+        return "does not end: " + found.split(": ", 1)[1]
+    return f"breaks {condition}" if condition else found
+
+
 def expectation(found: Counterexample) -> dict[str, str]:
     """What the concrete call must do to break the same condition (conformance/hunt/reproduce.py)."""
-    if found.found == "false":
+    if found.found == "false":  # CrossHair says no more: the concrete run names the postcondition
         return {"kind": "postcondition"}
     exception = found.found.split(":", 1)[0]
-    return {"kind": "did not end"} if exception == "DidNotEnd" else {"kind": "raises", "exception": exception}
+    return {"kind": "did not end"} if exception == "DidNotEnd" else {"kind": "raises", "exception": exception, "message": found.found}
 
 
 def reproduce(found: list[Counterexample], env: dict[str, str], left: float, shown: str) -> list[tuple[bool, str, str | None]]:

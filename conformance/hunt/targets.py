@@ -12,7 +12,7 @@ reason (../shared/DESIGN.md: floats are for Hypothesis, CrossHair for integer lo
 import importlib
 import inspect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
@@ -36,6 +36,7 @@ class Target:
     name: str
     holder: ModuleType | type
     function: Callable[..., Any]
+    caller: bool = False  # searched because it calls a function chosen by --function or --clause
 
     @property
     def attribute(self) -> str:
@@ -120,7 +121,7 @@ def callers(chosen: list[Target], among: list[Target]) -> list[Target]:
     """The functions of ``among`` whose code calls one of ``chosen`` by its name."""
     wanted = {plain(target.function).__name__ for target in chosen}
     have = {target.name for target in chosen}
-    return [t for t in among if t.name not in have and wanted & names_read(plain(t.function).__code__)]
+    return [replace(t, caller=True) for t in among if t.name not in have and wanted & names_read(plain(t.function).__code__)]
 
 
 def clauses_of(target: Target) -> set[str]:
