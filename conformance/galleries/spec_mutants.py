@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from types import FunctionType, ModuleType
 from typing import Any
 
-from kvspec.reference.errors import ConfigError
+from kvspec.reference.benefit.config import UINT32_MAX, BenefitConfig, is_float
+from kvspec.reference.benefit.ledger import Ledger, Segment
+from kvspec.reference.errors import ConfigError, KvspecError
 from kvspec.reference.fifo import FIFO
 from kvspec.reference.lru import LRU
 from kvspec.reference.queues import requeue
@@ -69,6 +71,7 @@ class SpecMutant:
 
 
 S3FIFO_MODULE, LRU_MODULE, FIFO_MODULE = "kvspec.reference.s3fifo", "kvspec.reference.lru", "kvspec.reference.fifo"
+BENEFIT_CONFIG, BENEFIT_LEDGER = "kvspec.reference.benefit.config", "kvspec.reference.benefit.ledger"
 
 
 # --- S3FIFO: configuration (spec/s3fifo.md section 1) -------------------------------------------
@@ -537,6 +540,139 @@ def _fifo_admits_at_head(cache: "FIFO", h: int) -> None:
     cache.arrival = {h: True, **arrival}
 
 
+# --- the benefit policy (spec/benefit.md): the rules over plain integers ---------------------------
+
+
+# --- the benefit policy (spec/benefit.md): its rules over plain integers and the configuration ----
+
+
+def _budget_unchecked(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-1 forgotten: a negative probation_byte_budget accepted."""
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def _threshold_zero_accepted(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-2 from 0: a persistence_hit_threshold of 0 accepted (every entry persists at once)."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 0, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def _reuse_floor_above_one(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-3 half checked: a min_reuse_probability above 1 accepted."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float >= 0, not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def _decay_one_accepted(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-4 closed at 1: a decay_factor of 1.0 accepted (nothing decays)."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor <= 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f <= 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def _grace_unchecked(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-5 forgotten: a negative grace_observations accepted."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def _ghost_capacity_unchecked(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-6 forgotten: a negative ghost_capacity accepted."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_max_age_observations, 0, "BEN-CONF-7", "ghost_max_age_observations")
+    return config
+
+
+def _ghost_age_unchecked(config: BenefitConfig) -> BenefitConfig:
+    """BEN-CONF-7 forgotten: a negative ghost_max_age_observations accepted."""
+    check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
+    check_count(config.persistence_hit_threshold, 1, "BEN-CONF-2", "persistence_hit_threshold", UINT32_MAX, "2**32 - 1")
+    if not is_float(config.min_reuse_probability) or not 0.0 <= config.min_reuse_probability <= 1.0:
+        raise ConfigError("BEN-CONF-3", f"min_reuse_probability must be a finite float in [0, 1], not {config.min_reuse_probability!r}")
+    if not is_float(config.decay_factor) or not 0.0 < config.decay_factor < 1.0:
+        raise ConfigError("BEN-CONF-4", f"decay_factor must be a finite float with 0 < f < 1, not {config.decay_factor!r}")
+    check_count(config.grace_observations, 0, "BEN-CONF-5", "grace_observations")
+    check_count(config.ghost_capacity, 0, "BEN-CONF-6", "ghost_capacity")
+    return config
+
+
+def _negative_key_accepted(value: object, what: str) -> int:
+    """BEN-KEY-1 read as a signed 64-bit id: a negative key accepted."""
+    if type(value) is not int or not -(2**63) <= value <= 2**63 - 1:
+        raise KvspecError(f"BEN-KEY-1: {what} must be a signed 64-bit integer, not {value!r}")
+    return value
+
+
+def _repeated_segment_counted_twice(ledger: Ledger, shared: list[tuple[int, int]]) -> int:
+    """BEN-KEY-2 without "each id once": a segment id offered twice counted twice."""
+    return sum(size for segment_id, size in shared if segment_id not in ledger)
+
+
+def _later_size_wins(ledger: Ledger, key: int, shared: list[tuple[int, int]]) -> None:
+    """BEN-LEDGER-1 read the other way: the latest registration sets the size."""
+    for segment_id, size in shared:
+        segment = ledger.setdefault(segment_id, Segment(size))
+        segment.size = size
+        segment.refs[key] = True
+
+
+def _empty_segment_kept(ledger: Ledger, key: int, segment_ids: list[int]) -> int:
+    """BEN-LEDGER-2 half done: a segment whose last reference is released stays in the ledger."""
+    dropped = 0
+    for segment_id in segment_ids:
+        segment = ledger.get(segment_id)
+        if segment is None or key not in segment.refs:
+            continue
+        del segment.refs[key]
+        if not segment.refs:
+            dropped += segment.size
+    return dropped
+
+
 MUTANTS: tuple[SpecMutant, ...] = (
     SpecMutant("ratio-excludes-one", "S3-CONF-1", "small_ratio 1.0 refused", S3FIFO_MODULE, "ratio_is_valid", _ratio_excludes_one),
     SpecMutant("small-cap-by-floor", "S3-CONF-2", "small_cap by floor", S3FIFO_MODULE, "small_cap_for", _small_cap_by_floor),
@@ -591,6 +727,18 @@ MUTANTS: tuple[SpecMutant, ...] = (
     SpecMutant("fifo-hit-requeued", "FIFO-ACCESS-1", "a hit requeued at the tail", FIFO_MODULE, "access", _fifo_hit_requeued),
     SpecMutant("fifo-evicts-newest", "FIFO-EVICT-1", "the newest evicted", FIFO_MODULE, "access", _fifo_evicts_newest),
     SpecMutant("fifo-admits-at-head", "FIFO-ADMIT-1", "a new hash at the head", FIFO_MODULE, "access", _fifo_admits_at_head),
+    SpecMutant("budget-unchecked", "BEN-CONF-1", "a negative probation_byte_budget accepted", BENEFIT_CONFIG, "check_config", _budget_unchecked),
+    SpecMutant("threshold-zero-accepted", "BEN-CONF-2", "a persistence_hit_threshold of 0 accepted", BENEFIT_CONFIG, "check_config", _threshold_zero_accepted),
+    SpecMutant("reuse-floor-above-one", "BEN-CONF-3", "a min_reuse_probability above 1 accepted", BENEFIT_CONFIG, "check_config", _reuse_floor_above_one),
+    SpecMutant("decay-one-accepted", "BEN-CONF-4", "a decay_factor of 1 accepted", BENEFIT_CONFIG, "check_config", _decay_one_accepted),
+    SpecMutant("grace-unchecked", "BEN-CONF-5", "a negative grace_observations accepted", BENEFIT_CONFIG, "check_config", _grace_unchecked),
+    SpecMutant("ghost-capacity-unchecked", "BEN-CONF-6", "a negative ghost_capacity accepted", BENEFIT_CONFIG, "check_config", _ghost_capacity_unchecked),
+    SpecMutant("ghost-age-unchecked", "BEN-CONF-7", "a negative ghost_max_age_observations accepted", BENEFIT_CONFIG, "check_config", _ghost_age_unchecked),
+    SpecMutant("negative-key-accepted", "BEN-KEY-1", "a key read as a signed 64-bit integer", BENEFIT_CONFIG, "check_id", _negative_key_accepted),
+    SpecMutant("repeated-segment-counted-twice", "BEN-KEY-2", "a segment offered twice counted twice", BENEFIT_LEDGER, "new_bytes",
+               _repeated_segment_counted_twice),
+    SpecMutant("later-size-wins", "BEN-LEDGER-1", "the latest registration sets a segment's size", BENEFIT_LEDGER, "register", _later_size_wins),
+    SpecMutant("empty-segment-kept", "BEN-LEDGER-2", "a segment without references kept", BENEFIT_LEDGER, "release", _empty_segment_kept),
 )
 
 BY_ATTRIBUTE = {mutant.attribute: mutant for mutant in MUTANTS}

@@ -93,6 +93,16 @@ def install_did_not_end() -> None:
     signal.signal(signal.SIGPROF, on_clock)
 
 
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """A search that CrossHair could not run, as its report gives it."""
+
+    message: str
+    state: Any = dataclasses.field(default_factory=lambda: type("State", (), {"value": "crosshair_error"})())
+    filename: str = ""
+    line: int = 0
+
+
 class Everything(set):  # type: ignore[type-arg]
     """The set of every function: icontract skips the checks of a function it finds itself checking already."""
 
@@ -129,7 +139,7 @@ def emit(record: object) -> None:
 
 CHOSEN_WEIGHT = 3  # a --function or --clause's own functions get three shares of the budget to each caller's one
 PER_PATH = 2.0  # the most seconds of one path (CrossHair's own: the square root of the condition's): a loop is found sooner
-BOUND = 8  # the integers an input holds lie in [-BOUND, BOUND]
+BOUND = 4  # the integers an input holds lie in [-BOUND, BOUND]
 SIZE = 3  # and its lists, tuples, sets and dicts hold at most SIZE entries
 
 
@@ -197,7 +207,7 @@ def one_search(checkables: list[Any]) -> Any:
 
     where = (conditions.src_fn.__code__.co_filename, conditions.src_fn.__code__.co_firstlineno)
     bound = bounded_arguments(conditions.sig)
-    pre = [*conditions.pre, ConditionExpr(PRECONDITION, bound, *where, "bounded")] if bound else conditions.pre
+    pre = [ConditionExpr(PRECONDITION, bound, *where, "bounded"), *conditions.pre] if bound else conditions.pre
     post = ConditionExpr(POSTCONDITION, all_hold, *where, " and ".join(p.expr_source for p in posts))
     return ConditionCheckable(first.ctxfn, first.options, dataclasses.replace(conditions, pre=pre, post=[post],
                                                                               raises=conditions.raises | {KvspecError}))
@@ -264,7 +274,10 @@ def main(argv: list[str] | None = None) -> int:
                                                     per_path_timeout=min(PER_PATH, seconds ** 0.5 if seconds > 1 else seconds))
             BODY[:] = [checkable.conditions.fn.__code__]
         began = time.monotonic()
-        messages = list(checkable.analyze())
+        try:
+            messages = list(checkable.analyze())
+        except Exception as error:  # CrossHair's own failure (a type it cannot build): this search did not run
+            messages = [Failure(f"{type(error).__name__}: {error}".splitlines()[0])]
         signal.setitimer(signal.ITIMER_PROF, 0)
         SPACES.clear()
         for message in messages or [None]:

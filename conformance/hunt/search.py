@@ -48,9 +48,9 @@ CALL = re.compile(r"^(?P<message>.*?) when calling (?P<function>\w+)\((?P<args>.
 GIVEN = re.compile(r"Given: \((?P<args>.*)\),\n\s*(?P<first>\S+) : (?P<a>.*)\n\s*(?P<second>\S+) : (?P<b>.*)")
 NO_DIFFERENCE = re.compile(r"^No differences found\. \(attempted (?P<paths>\d+) iterations\)$", re.MULTILINE)
 # CrossHair's verdicts on a condition (crosshair.statespace.MessageType): those that found an input that breaks it,
-# and those that say the condition could not even be read.
+# and those that say the condition could not even be read, or searched (the runner's crosshair_error: CrossHair raised).
 FOUND = {"exec_err", "post_fail", "post_err"}
-UNREAD = {"syntax_err", "import_err"}
+UNREAD = {"syntax_err", "import_err", "crosshair_error"}
 
 
 def in_domain(k: int, block_size: int, input_length: int) -> bool:
