@@ -114,6 +114,10 @@ def write_score(results: dict[str, object], output: Path) -> None:
         "",
         *(f"- **{clause}** {reason}" for clause, reason in results["not_explored"].items()),
         "",
+        "And the parts of rules that no contract states so that CrossHair explores them (PARTLY_EXPLORED); the rest of each has its mutant:",
+        "",
+        *(f"- **{clause}** {reason}" for clause, reason in results["partly"].items()),
+        "",
     ]
     output.write_text("\n".join(lines), encoding="utf-8")
 
@@ -136,6 +140,7 @@ def main() -> int:
             print(f"{mutant['name']}: exit {mutants[-1]['status']} in {mutants[-1]['seconds']} s", flush=True)
         rules = [{"function": rule, **hunted(rule, args.budget)} for rule in known["rules"]]
         results = {"budget": args.budget, "mutants": mutants, "rules": rules, "whole": whole(300.0), "not_explored": known["not_explored"],
+                   "partly": known["partly"],
                    "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "python": platform.python_version(),
                    "cores": os.cpu_count(), "load": f"{load:.1f}"}
         args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -373,7 +373,9 @@ def _admitted_at_head_of_main(cache: "S3FIFO", h: int, freq: int) -> None:
             continue
         insert_to_ghost(cache, victim)
         break
-    cache.main = {h: freq, **main}
+    main[h] = freq
+    for other in [key for key in main if key != h]:  # every other entry moved behind it
+        main[other] = main.pop(other)
 
 
 def _main_over_cap(cache: "S3FIFO", h: int, freq: int) -> None:
@@ -434,7 +436,10 @@ def _ghost_appended_at_head(cache: "S3FIFO", h: int) -> None:
         del ghost[h]
     elif len(ghost) >= cache.caps.ghost_cap:
         del ghost[next(iter(ghost))]
-    cache.ghost = {h: True, **ghost}
+    ghost[h] = True
+    for other in [key for key in ghost if key != h]:  # every other hash moved behind it
+        del ghost[other]
+        ghost[other] = True
 
 
 def _ghost_over_cap(cache: "S3FIFO", h: int) -> None:
@@ -492,7 +497,9 @@ def _lru_admits_at_head(cache: "LRU", h: int) -> None:
         return
     if len(recency) >= cache.capacity:
         del recency[next(iter(recency))]
-    cache.recency = {h: True, **recency}
+    recency[h] = True
+    for other in [key for key in recency if key != h]:  # every other hash moved behind it
+        requeue(recency, other, True)
 
 
 # --- FIFO (spec/fifo.md) -------------------------------------------------------------------------
@@ -537,7 +544,10 @@ def _fifo_admits_at_head(cache: "FIFO", h: int) -> None:
         return
     if len(arrival) >= cache.capacity:
         del arrival[next(iter(arrival))]
-    cache.arrival = {h: True, **arrival}
+    arrival[h] = True
+    for other in [key for key in arrival if key != h]:  # every other hash moved behind it
+        del arrival[other]
+        arrival[other] = True
 
 
 # --- the benefit policy (spec/benefit.md): the rules over plain integers ---------------------------
@@ -764,11 +774,11 @@ def with_contracts_of(original: Callable[..., Any], rule: Callable[..., Any]) ->
         return rule
     import icontract
 
-    for contract in reversed(getattr(original, "__postconditions__", [])):
+    for contract in getattr(original, "__postconditions__", []):  # icontract puts each one it adds last
         rule = icontract.ensure(contract.condition, contract.description, error=contract.error)(rule)
     for capture in getattr(original, "__postcondition_snapshots__", []):
         rule = icontract.snapshot(capture.capture, name=capture.name)(rule)
-    for contract in reversed([c for group in getattr(original, "__preconditions__", []) for c in group]):
+    for contract in [c for group in getattr(original, "__preconditions__", []) for c in group]:  # and each precondition first
         rule = icontract.require(contract.condition, contract.description, error=contract.error)(rule)
     return rule
 
