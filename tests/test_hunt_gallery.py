@@ -108,7 +108,7 @@ def test_the_hunt_finds_a_cheap_mutant_of_the_gallery(name: str) -> None:
     mutant = next(m for m in MUTANTS if m.name == name)
     run, _ = hunt("--function", mutant.target)
     assert run.returncode == 3, run.stdout + run.stderr
-    assert run.stdout.startswith(f"kvspec hunt check --function {mutant.target} --budget 30 --per-condition 10 (")
+    assert run.stdout.startswith(f"kvspec hunt check --function {mutant.target} --budget 30 (")
     found = run.stdout.splitlines()[1]
     assert found.startswith(f"  {mutant.replaces.rsplit('.', 1)[-1]}(") and ": breaks " in found, run.stdout
 
@@ -117,7 +117,7 @@ def test_the_hunt_of_a_rule_and_its_callers_keeps_within_its_budget() -> None:
     """S3-ADMIT-S-2's hunt (admit_to_small, then access), the search and the concrete runs, within an 8 s budget (about 9 s)."""
     run, seconds = hunt("--clause", "S3-ADMIT-S-2", "--budget", "8")
     assert run.returncode == 0, run.stdout + run.stderr
-    header = re.fullmatch(r"kvspec hunt check --clause S3-ADMIT-S-2 --budget 8 --per-condition 10 \(2 functions, \d+ conditions\): "
+    header = re.fullmatch(r"kvspec hunt check --clause S3-ADMIT-S-2 --budget 8 \(2 functions, \d+ conditions\): "
                           r"0 counterexamples in ([\d.]+) s", run.stdout.splitlines()[0])
     assert header and float(header[1]) <= 8, run.stdout
     assert seconds < 8 + 2  # and kvspec's own start

@@ -27,8 +27,9 @@ def add(commands: Any) -> None:
     search.add_argument("--budget", metavar="SECONDS", type=typed(float, "hunt", "the budget must be a number of seconds"),
                         help="seconds for the whole search, its conditions sharing what is left (default 300, or 30 with --function or "
                         "--clause)")
-    search.add_argument("--per-condition", metavar="SECONDS", type=typed(float, "hunt", "the time must be a number of seconds"), default=10.0,
-                        help="the most seconds CrossHair spends on each condition (default 10)")
+    search.add_argument("--per-condition", metavar="SECONDS", type=typed(float, "hunt", "the time must be a number of seconds"),
+                        help="the most seconds CrossHair spends on the search of one function, all its conditions at once (default: its "
+                        "share of the budget; diff: 10, on each condition)")
     search.add_argument("--pair", nargs=2, metavar=("SPEC_FUNCTION", "OTHER_FUNCTION"),
                         help="diff: the two fully qualified functions to compare (default: REPLAY-HIT-1 against the no-min-clamp mutant)")
     search.add_argument("--record", action="store_true", help="add new counterexamples to conformance/hunted.json, for the fixtures")
@@ -41,7 +42,7 @@ def run_hunt(args: argparse.Namespace) -> int:
     targeted = bool(args.function or args.clause)
     budget = args.budget if args.budget is not None else BUDGET["targeted" if targeted else "all"]
     for option, value in (("--budget", budget), ("--per-condition", args.per_condition)):
-        if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        if value is not None and not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
             raise KvspecError(f"hunt: {option} {value:g}: must be a finite number of seconds > 0 and <= {MAX_SECONDS}")
     if args.pair and args.search != "diff":
         raise KvspecError("hunt: --pair names the two functions of a diff")

@@ -1,24 +1,31 @@
-"""`crosshair check` of the hunt's targets, within a budget: ``python -m kvspec.conformance.hunt.runner``,
+"""CrossHair's check of the hunt's targets, within a budget: ``python -m kvspec.conformance.hunt.runner``,
 the process `kvspec hunt check` and `kvspec hunt as-written` start, with every contract installed.
 
-It is CrossHair's own check (crosshair-tool 0.0.113: one search for each postcondition of each
-target, its findings as `crosshair check` reports them), with two differences:
+It is CrossHair's own analysis (crosshair-tool 0.0.113, the functions `crosshair check` runs), with
+these differences, each measured on the gallery of conformance/galleries/spec_mutants.py:
 
-- The budget is shared out as the search goes: each condition gets at most --per-condition
-  seconds, and no more than an equal share of what is left of --seconds, so that the run ends
-  within its budget whatever the machine's load (CrossHair counts a condition's time on the
-  process's CPU clock; the share is given on that clock, scaled by the CPU the process has had).
+- One search for each target, of all its postconditions at once (CrossHair makes one for each
+  postcondition, and explores the same paths of the body again for each), on bounded inputs
+  (``bounded``), checking the target's conditions and the preconditions of what its body calls
+  (``check_only_the_target``).
+- The budget is shared out as the search goes: each target gets at most --per-condition seconds and
+  its share of what is left of --seconds, a --function or --clause's own targets CHOSEN_WEIGHT shares
+  to each caller's one, so that the run ends within its budget whatever the machine's load
+  (CrossHair counts a search's time on the process's CPU clock: the share is given on that clock,
+  scaled by the CPU the process has had so far).
 - A call that does not end is a finding with its input. CrossHair gives up a path whose time runs
-  out (its per-path time: the square root of the condition's, above 1 s) by raising PathTimeout,
-  which it counts as "not confirmed" and never reports: a rule that loops for ever on some input
-  passed as "0 counterexamples". Here, when the time runs out inside the target's body, the path
-  raises DidNotEnd instead, an exception of the body, which CrossHair reports as it reports any
-  other, with the input it realizes.
+  out (its per-path time, here at most PER_PATH seconds) by raising PathTimeout, which it counts as
+  "not confirmed" and never reports: a rule that loops for ever on some input passed as "0
+  counterexamples". Here the path raises DidNotEnd instead, an exception of the body, which
+  CrossHair reports as it reports any other, with the input it realizes (``install_did_not_end``).
+- A KvspecError (a ConfigError citing its clause) is a rule's answer to an input it refuses, not a
+  fault.
 
-It writes one JSON line first, the plan ({"plan": [[function, conditions, parameters], ...]}), then one for
-each condition once its search has ended ({"function", "condition", "state", "message", "path",
-"line", "seconds"}), flushed at once, so that whatever ran before a kill is known. A selection
-that names nothing to explore is one line on stderr, with status 2.
+It writes one JSON line first, the plan ({"plan": [[function, postconditions, parameters], ...]}),
+then one for each target once its search has ended ({"function", "state", "message", "path",
+"line", "seconds"}; state is CrossHair's MessageType, or crosshair_error when CrossHair itself
+raised), flushed at once, so that whatever ran before a kill is known. A selection that names
+nothing to explore is one line on stderr, with status 2.
 """
 
 import argparse
@@ -91,16 +98,6 @@ def install_did_not_end() -> None:
     StateSpace.check_timeout = did_not_end  # type: ignore[method-assign]
     StateSpace.__init__ = watched  # type: ignore[method-assign]
     signal.signal(signal.SIGPROF, on_clock)
-
-
-@dataclasses.dataclass(frozen=True)
-class Failure:
-    """A search that CrossHair could not run, as its report gives it."""
-
-    message: str
-    state: Any = dataclasses.field(default_factory=lambda: type("State", (), {"value": "crosshair_error"})())
-    filename: str = ""
-    line: int = 0
 
 
 class Everything(set):  # type: ignore[type-arg]
@@ -219,10 +216,47 @@ def cpu_share() -> float:
     return min(max(time.process_time() / elapsed, 0.1), 1.0) if elapsed > 0 else 1.0
 
 
+def chosen_targets(args: argparse.Namespace) -> list[Any]:
+    """The targets of the selection, each once, as chosen rather than as a caller when it is both
+    (a SelectionError when it names nothing to explore)."""
+    from kvspec.conformance.hunt import targets
+
+    chosen = [t for name in args.function for t in targets.by_function(name)] + [t for clause in args.clause for t in targets.by_clause(clause)]
+    if not (args.function or args.clause):
+        chosen = targets.scope_targets(targets.SCOPE if args.search == "check" else targets.AS_WRITTEN)
+    by_name: dict[str, Any] = {}
+    for target in chosen:
+        if target.name not in by_name or not target.caller:
+            by_name[target.name] = target
+    return list(by_name.values())
+
+
+def search_each(searches: list[tuple[Any, Any]], seconds: float, per_condition: float) -> None:
+    """Run each target's search with its share of the budget, and report it as soon as it ends."""
+    weights = [CHOSEN_WEIGHT if not target.caller else 1 for target, _ in searches]
+    for done, (target, checkable) in enumerate(searches):
+        left = seconds - (time.monotonic() - STARTED)
+        share = min(per_condition, left * weights[done] / sum(weights[done:])) * cpu_share()
+        if hasattr(checkable, "conditions"):  # not a condition CrossHair could not read
+            checkable.options = dataclasses.replace(checkable.options, per_condition_timeout=max(share, 1e-3),
+                                                    per_path_timeout=min(PER_PATH, share ** 0.5 if share > 1 else share))
+            BODY[:] = [checkable.conditions.fn.__code__]
+        began = time.monotonic()
+        try:
+            found = [(message.state.value, message.message, message.filename, message.line) for message in checkable.analyze()]
+        except Exception as error:  # CrossHair's own failure (a type it cannot build): this search did not run
+            found = [("crosshair_error", f"{type(error).__name__}: {error}".splitlines()[0], "", 0)]
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        SPACES.clear()
+        for state, message, path, line in found or [("cannot_confirm", "", "", 0)]:
+            emit({"function": target.name, "seconds": round(time.monotonic() - began, 2), "state": state, "message": message, "path": path,
+                  "line": line})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kvspec.conformance.hunt.runner")
     parser.add_argument("--seconds", type=float, required=True, help="the time the whole search may take, from this process's start")
-    parser.add_argument("--per-condition", type=float, required=True, help="the most seconds one condition's search may take")
+    parser.add_argument("--per-condition", type=float, required=True, help="the most seconds one target's search may take")
     parser.add_argument("--search", choices=["check", "as-written"], default="check")
     parser.add_argument("--function", action="append", default=[], help="a function to explore, with its callers")
     parser.add_argument("--clause", action="append", default=[], help="the functions that cite a clause, with their callers")
@@ -231,33 +265,23 @@ def main(argv: list[str] | None = None) -> int:
     from crosshair.auditwall import engage_auditwall
     from crosshair.core_and_libs import analyze_function
     from crosshair.fnutil import FunctionInfo
-    from crosshair.options import DEFAULT_OPTIONS, AnalysisOptionSet
-    from crosshair.statespace import MessageType
+    from crosshair.options import AnalysisOptionSet
 
-    from kvspec.conformance.hunt import targets as hunt_targets
+    from kvspec.conformance.hunt.targets import SelectionError, plain
     from kvspec.reference import contracts
 
     if contracts.LEVEL != "all":
         print("the hunt needs every contract installed: KVSPEC_CONTRACTS=all", file=sys.stderr)
         return 2
     try:
-        chosen = ([t for name in args.function for t in hunt_targets.by_function(name)]
-                  + [t for clause in args.clause for t in hunt_targets.by_clause(clause)])
-        if not (args.function or args.clause):
-            chosen = hunt_targets.scope_targets(hunt_targets.SCOPE if args.search == "check" else hunt_targets.AS_WRITTEN)
-    except hunt_targets.SelectionError as error:
+        targets = chosen_targets(args)
+    except SelectionError as error:
         print(error, file=sys.stderr)
         return 2
-    by_name: dict[str, Any] = {}
-    for target in chosen:  # each once, as chosen rather than as a caller when it is both
-        if target.name not in by_name or not target.caller:
-            by_name[target.name] = target
-    unique = list(by_name.values())
     options = AnalysisOptionSet(per_condition_timeout=args.per_condition, report_all=True)
     plan = [(target, analyze_function(FunctionInfo(target.holder, target.attribute, vars(target.holder)[target.attribute]), options))
-            for target in unique]
-    emit({"plan": [[target.name, len(checkables), list(inspect.signature(hunt_targets.plain(target.function)).parameters)]
-                   for target, checkables in plan]})
+            for target in targets]
+    emit({"plan": [[target.name, len(checkables), list(inspect.signature(plain(target.function)).parameters)] for target, checkables in plan]})
     searches = [(target, one_search(checkables)) for target, checkables in plan if checkables]
     if not searches:
         print("WARNING: Targets found, but contain no checkable functions.", file=sys.stderr)
@@ -265,26 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     install_did_not_end()
     check_only_the_target()
     engage_auditwall()
-    weights = [CHOSEN_WEIGHT if not target.caller else 1 for target, _ in searches]
-    for done, (target, checkable) in enumerate(searches):
-        left = args.seconds - (time.monotonic() - STARTED)
-        seconds = min(args.per_condition, left * weights[done] / sum(weights[done:])) * cpu_share()
-        if hasattr(checkable, "conditions"):  # not a condition CrossHair could not read
-            checkable.options = dataclasses.replace(checkable.options, per_condition_timeout=max(seconds, 1e-3),
-                                                    per_path_timeout=min(PER_PATH, seconds ** 0.5 if seconds > 1 else seconds))
-            BODY[:] = [checkable.conditions.fn.__code__]
-        began = time.monotonic()
-        try:
-            messages = list(checkable.analyze())
-        except Exception as error:  # CrossHair's own failure (a type it cannot build): this search did not run
-            messages = [Failure(f"{type(error).__name__}: {error}".splitlines()[0])]
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        SPACES.clear()
-        for message in messages or [None]:
-            emit({"function": target.name, "seconds": round(time.monotonic() - began, 2),
-                  "state": message.state.value if message else MessageType.CANNOT_CONFIRM.value,
-                  "message": message.message if message else "", "path": message.filename if message else "",
-                  "line": message.line if message else 0})
+    search_each(searches, args.seconds, args.per_condition)
     return 0
 
 

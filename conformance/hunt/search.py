@@ -43,6 +43,7 @@ from kvspec.reference.replay import hit_tokens
 MAX_SECONDS = 2**31 // 1000  # subprocess waits in poll(), whose timeout is a C int of milliseconds: 24 days
 DIFFS = {"no-min-clamp": ("kvspec.conformance.hunt.search.spec_hit_tokens", "kvspec.conformance.hunt.search.no_min_clamp_hit_tokens")}
 BUDGET = {"all": 300.0, "targeted": 30.0}  # the default --budget: a whole check, one --function or --clause
+DIFF_PER_CONDITION = 10.0  # diff's default --per-condition, CrossHair's per_condition_timeout
 # A problem with its input; CrossHair appends " with PATCHES" and " (which returns VALUE)" when there are some.
 CALL = re.compile(r"^(?P<message>.*?) when calling (?P<function>\w+)\((?P<args>.*?)\)(?: with .*?)?(?: \(which returns .*\))?\s*$", re.DOTALL)
 GIVEN = re.compile(r"Given: \((?P<args>.*)\),\n\s*(?P<first>\S+) : (?P<a>.*)\n\s*(?P<second>\S+) : (?P<b>.*)")
@@ -98,20 +99,21 @@ class Hunted:
     searched: tuple[dict[str, object], ...] = ()  # the runner's record of each function's search
 
 
-def kvspec_command(search: str, budget: float, per_condition: float, functions: tuple[str, ...], clauses: tuple[str, ...]) -> str:
+def kvspec_command(search: str, budget: float, per_condition: float | None, functions: tuple[str, ...], clauses: tuple[str, ...]) -> str:
     """The `kvspec hunt` command that runs this search again."""
     selection = [*(f"--function {name}" for name in functions), *(f"--clause {clause}" for clause in clauses)]
-    return " ".join(["kvspec hunt", search, *selection, f"--budget {budget:g}", f"--per-condition {per_condition:g}"])
+    limit = [] if per_condition is None else [f"--per-condition {per_condition:g}"]
+    return " ".join(["kvspec hunt", search, *selection, f"--budget {budget:g}", *limit])
 
 
 def crosshair_command(per_condition: float, pair: tuple[str, str]) -> list[str]:
     return [sys.executable, "-m", "crosshair", "diffbehavior", "--per_condition_timeout", f"{per_condition:g}", *pair]
 
 
-def runner_command(search: str, seconds: float, per_condition: float, functions: tuple[str, ...], clauses: tuple[str, ...]) -> list[str]:
+def runner_command(search: str, seconds: float, per_condition: float | None, functions: tuple[str, ...], clauses: tuple[str, ...]) -> list[str]:
     selection = [item for name in functions for item in ("--function", name)] + [item for c in clauses for item in ("--clause", c)]
     return [sys.executable, "-m", "kvspec.conformance.hunt.runner", "--search", search, "--seconds", f"{seconds:g}",
-            "--per-condition", f"{per_condition:g}", *selection]
+            "--per-condition", f"{per_condition or seconds:g}", *selection]
 
 
 def arguments(text: str, names: list[str] | None = None) -> dict[str, object]:
@@ -153,7 +155,7 @@ def literal(node: ast.expr, text: str) -> object:
     return value if value is None or isinstance(value, (bool, int, float, str)) else text
 
 
-def hunt(search: str, budget: float, per_condition: float, pair: tuple[str, str] = DIFFS["no-min-clamp"],
+def hunt(search: str, budget: float, per_condition: float | None, pair: tuple[str, str] = DIFFS["no-min-clamp"],
          functions: tuple[str, ...] = (), clauses: tuple[str, ...] = ()) -> Hunted:
     """Run one search (``pair``: the two functions a diff compares; ``functions`` and ``clauses``: what
     a check explores, everything by default). A KvspecError, naming what failed, when the search did
@@ -162,7 +164,7 @@ def hunt(search: str, budget: float, per_condition: float, pair: tuple[str, str]
         shown = "crosshair diffbehavior" if search == "diff" else f"kvspec hunt {search}"
         raise KvspecError(f"hunt: {shown}: CrossHair is not installed (pip install 'kvspec[hunt]')")
     if search == "diff":
-        return diff(budget, per_condition, pair)
+        return diff(budget, DIFF_PER_CONDITION if per_condition is None else per_condition, pair)
     return check(search, budget, per_condition, functions, clauses)
 
 
@@ -180,7 +182,7 @@ def diff(budget: float, per_condition: float, pair: tuple[str, str]) -> Hunted:
     return Hunted(diffs(run, shown, pair, seconds), [], seconds, shown)
 
 
-def check(search: str, budget: float, per_condition: float, functions: tuple[str, ...], clauses: tuple[str, ...]) -> Hunted:
+def check(search: str, budget: float, per_condition: float | None, functions: tuple[str, ...], clauses: tuple[str, ...]) -> Hunted:
     """The runner's search, within ``budget`` less what reproducing its counterexamples may take, then their reproduction."""
     shown = kvspec_command(search, budget, per_condition, functions, clauses)
     reserve = min(0.1 * budget, 5.0) + 1.0  # for the concrete runs: about 1 s to start, and 1 s for a call that does not end
@@ -188,13 +190,11 @@ def check(search: str, budget: float, per_condition: float, functions: tuple[str
     env = {**os.environ, "KVSPEC_CONTRACTS": "all"}
     try:
         run = subprocess.run(runner_command(search, budget - reserve, per_condition, functions, clauses), capture_output=True, text=True,
-                             timeout=budget, env=env)
+                             timeout=max(budget - 1.0, 0.9 * budget), env=env)
     except subprocess.TimeoutExpired as expired:
-        lines = (expired.stdout or b"").decode(errors="replace").splitlines()
-        done, last = max(len(lines) - 1, 0), json.loads(lines[-1]).get("function") if lines[1:] else None
-        raise KvspecError(f"hunt: {shown}: the budget of {budget:g} s ran out before the search ended ({done} of its functions searched"
-                          + (f", the last {last}" if last else "") + "; CrossHair looks at its clock only between paths, and a call that "
-                          "loops inside CrossHair's own code holds it)") from None
+        raise KvspecError(f"hunt: {shown}: the budget of {budget:g} s ran out before the search ended ({cut_short(expired.stdout)}; "
+                          "a search stops where CrossHair or the CPU clock's signal finds the call in the rule's own code, and a call "
+                          "that loops elsewhere holds it)") from None
     plan, searched = report(run, shown)
     found = [candidate(search, shown, record, plan) for record in searched if record["state"] in FOUND]
     reproduced = reproduce(found, env, budget - (time.perf_counter() - started), shown)
@@ -203,6 +203,19 @@ def check(search: str, budget: float, per_condition: float, functions: tuple[str
              for c, (_, outcome, condition) in zip(found, reproduced)]
     return Hunted([c for c, (same, *_) in zip(timed, reproduced) if same], [c for c, (same, *_) in zip(timed, reproduced) if not same],
                   seconds, shown, len(plan), sum(conditions for conditions, _ in plan.values()), tuple(searched))
+
+
+def cut_short(stdout: bytes | str | None) -> str:
+    """How far a search the budget cut short had come."""
+    lines = (stdout.decode(errors="replace") if isinstance(stdout, bytes) else stdout or "").splitlines()
+    try:
+        plan = json.loads(lines[0])["plan"] if lines else []
+    except (json.JSONDecodeError, KeyError, TypeError):
+        plan = []
+    done = len(lines) - 1
+    if not plan or done >= len(plan):
+        return "the search had not started"
+    return f"{done} of its {len(plan)} functions searched, {plan[done][0]} when it ran out"
 
 
 def report(run: subprocess.CompletedProcess[str], shown: str) -> tuple[dict[str, tuple[int, list[str]]], list[dict[str, object]]]:
