@@ -167,7 +167,7 @@ def second_chance(main: list[tuple[int, int]], main_cap: int) -> tuple[int | Non
 
 def lengths(cache: "S3FIFO") -> tuple[int, int, int]:
     """|S|, |M| and |G|. (Where a hit leaves its entry, S3-ACCESS-1 and S3-ACCESS-2, no contract
-    states: conformance/hunt/targets.py NOT_EXPLORED says why.)"""
+    states: conformance/hunt/targets.py PARTLY_EXPLORED says why.)"""
     return len(cache.small), len(cache.main), len(cache.ghost)
 
 
@@ -197,14 +197,16 @@ def s3fifo_rule(rule: F) -> F:
 @ensure(within_caps, "S3-INV-1, S3-INV-2, S3-INV-3: every queue within its size after the access")
 @ensure(lambda cache, h: is_resident(cache, h) and h not in cache.ghost, "S3-ACCESS-1 to S3-ACCESS-4: h is resident after its access")
 @ensure(lambda cache, h: 0 <= cache.small.get(h, cache.main.get(h, 0)) <= cache.caps.max_freq, "S3-FREQ-1")
-@ensure(lambda OLD, cache, h: OLD.before[0] != "S" or (cache.small[h] == min(OLD.before[1] + 1, cache.caps.max_freq) and lengths(cache) == OLD.before[2]),
+@ensure(lambda OLD, cache, h: OLD.before[0] != "S"
+        or (cache.small[h] == min(OLD.before[1] + 1, cache.caps.max_freq) and lengths(cache) == OLD.before[2]),
         "S3-ACCESS-1: a hit in S increments its freq, and no queue grows or shrinks", per_access_state=True)
-@ensure(lambda OLD, cache, h: OLD.before[0] != "M" or (cache.main[h] == min(OLD.before[1] + 1, cache.caps.max_freq) and lengths(cache) == OLD.before[2]),
+@ensure(lambda OLD, cache, h: OLD.before[0] != "M"
+        or (cache.main[h] == min(OLD.before[1] + 1, cache.caps.max_freq) and lengths(cache) == OLD.before[2]),
         "S3-ACCESS-2: a hit in M increments its freq, and no queue grows or shrinks", per_access_state=True)
 @ensure(lambda OLD, cache, h: OLD.before[0] != "G" or (len(cache.small) == OLD.before[2][0] and tail(cache.main) == (h, 0)),
         "S3-ACCESS-3: a ghost hit is admitted to M with freq 0, and S does not change", per_access_state=True)
-@ensure(lambda OLD, cache, h: OLD.before[0] is not None or tail(cache.small) == (h, 0), "S3-ACCESS-4: a new hash is admitted to S with freq 0",
-        per_access_state=True)
+@ensure(lambda OLD, cache, h: OLD.before[0] is not None or tail(cache.small) == (h, 0),
+        "S3-ACCESS-4: a new hash is admitted to S with freq 0", per_access_state=True)
 def access(cache: "S3FIFO", h: int) -> None:
     """S3-ACCESS-1 to S3-ACCESS-4: one block access."""
     if h in cache.small:
@@ -311,8 +313,8 @@ class S3FIFO:
     ghost: Ghost
 
     @classmethod
-    @ensure(lambda result: not (result.small or result.main or result.ghost) and len({id(result.small), id(result.main), id(result.ghost)}) == 3,
-            "S3-QUEUE-1: three queues, each empty")
+    @ensure(lambda result: not (result.small or result.main or result.ghost)
+            and len({id(result.small), id(result.main), id(result.ghost)}) == 3, "S3-QUEUE-1: three queues, each empty")
     def empty(cls, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> "S3FIFO":
         """An empty cache (S3-QUEUE-1), its sizes derived by S3-CONF-1 to S3-CONF-6."""
         return cls(caps_for(capacity, small_ratio, max_freq), OrderedDict(), OrderedDict(), OrderedDict())

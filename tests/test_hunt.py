@@ -148,8 +148,8 @@ def test_hunt_of_a_function_without_contracts_is_an_error() -> None:
     refused(kvspec("hunt", "check", "--function", "kvspec.conformance.hunt.search.in_domain"),
             r"kvspec hunt check --function .+: the search did not run: kvspec\.conformance\.hunt\.search\.in_domain carries no contract: "
             r"CrossHair has no condition of it to check")
-    refused(kvspec("hunt", "check", "--clause", "S3-NOPE-1"), r"kvspec hunt check --clause S3-NOPE-1 .+: the search did not run: S3-NOPE-1: "
-            r"no function the hunt explores cites it .+")
+    refused(kvspec("hunt", "check", "--clause", "S3-NOPE-1"),
+            r"kvspec hunt check --clause S3-NOPE-1 .+: the search did not run: S3-NOPE-1: no function the hunt explores cites it .+")
     refused(kvspec("hunt", "check", "--function", "kvspec.reference.nosuch.f"),
             r"kvspec hunt check .+: the search did not run: kvspec\.reference\.nosuch\.f: kvspec\.reference has no 'nosuch'")
     refused(kvspec("hunt", "diff", "--function", "kvspec.reference.s3fifo.access"), r"--function chooses what a check explores")
@@ -211,7 +211,8 @@ def test_a_counterexample_is_never_lost_to_its_format() -> None:
     assert returns and returns["function"] == "total" and arguments(returns["args"]) == {"x": "[1, 2]", "y": True}
     assert arguments("<object at 0x7f>") == {"arguments": "<object at 0x7f>"} and arguments("1), g(2") == {"arguments": "1), g(2"}
     assert arguments("64, 0.0078125", ["capacity", "small_ratio"]) == {"capacity": 64, "small_ratio": 0.0078125}
-    nondeterministic = candidate("check", "c", searched("exec_err", "NotDeterministic: Found a different execution paths"), {"m.f": (1, ["x"])})
+    nondeterministic = candidate("check", "c", searched("exec_err", "NotDeterministic: Found a different execution paths"),
+                                 {"m.f": (1, ["x"])})
     assert nondeterministic.call == "" and nondeterministic.args == {}  # CrossHair's own trouble: nothing to run, listed apart
 
 

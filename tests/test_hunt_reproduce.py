@@ -22,9 +22,9 @@ NOT_REPRODUCED = re.compile(r"^\d+ counterexamples? of CrossHair's not reproduce
 
 def hunt(*functions: str, budget: str = "20") -> subprocess.CompletedProcess[str]:
     selection = [item for name in functions for item in ("--function", f"hunt_targets.{name}")]
+    path = os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "hunt", "check", *selection, "--budget", budget],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "KVSPEC_CONTRACTS": "0", "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])})
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "KVSPEC_CONTRACTS": "0", "PYTHONPATH": path})
 
 
 def sections(stdout: str) -> tuple[list[str], list[str]]:

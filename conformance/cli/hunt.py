@@ -48,7 +48,8 @@ def run_hunt(args: argparse.Namespace) -> int:
         raise KvspecError("hunt: --pair names the two functions of a diff")
     if targeted and args.search != "check":
         raise KvspecError(f"hunt: {'--function' if args.function else '--clause'} chooses what a check explores")
-    hunted = hunt(args.search, budget, args.per_condition, tuple(args.pair or DIFFS["no-min-clamp"]), tuple(args.function), tuple(args.clause))
+    hunted = hunt(args.search, budget, args.per_condition, tuple(args.pair or DIFFS["no-min-clamp"]), tuple(args.function),
+                  tuple(args.clause))
     recorded = record(hunted.found) if args.record and hunted.found else None  # before any output: a refusal leaves stdout empty
     searched = f" ({plural(hunted.functions, 'function')}, {plural(hunted.conditions, 'condition')})" if hunted.functions else ""
     print(f"{hunted.command}{searched}: {plural(len(hunted.found), 'counterexample')} in {hunted.seconds:.1f} s")

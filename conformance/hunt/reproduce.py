@@ -114,7 +114,8 @@ def reproduce(name: str, text: str, expect: dict[str, str]) -> dict[str, object]
         return {"reproduced": what == expect["kind"], "outcome": f"it {what}"}
     contract = violated(error) if error is not None else None
     own = contract is not None and contract[0] is plain(function)
-    condition = next((c.description for c in getattr(function, "__postconditions__", []) if own and f"{c.description}: " in contract[2]), None)
+    posts = getattr(function, "__postconditions__", []) if own else []
+    condition = next((c.description for c in posts if f"{c.description}: " in contract[2]), None)
     if expect["kind"] == "postcondition":
         same = condition is not None
     elif expect["exception"] == "PreconditionFailed":  # CrossHair's name for a called rule's precondition that fails

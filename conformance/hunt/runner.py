@@ -221,7 +221,8 @@ def chosen_targets(args: argparse.Namespace) -> list[Any]:
     (a SelectionError when it names nothing to explore)."""
     from kvspec.conformance.hunt import targets
 
-    chosen = [t for name in args.function for t in targets.by_function(name)] + [t for clause in args.clause for t in targets.by_clause(clause)]
+    chosen = [t for name in args.function for t in targets.by_function(name)]
+    chosen += [t for clause in args.clause for t in targets.by_clause(clause)]
     if not (args.function or args.clause):
         chosen = targets.scope_targets(targets.SCOPE if args.search == "check" else targets.AS_WRITTEN)
     by_name: dict[str, Any] = {}
@@ -281,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     options = AnalysisOptionSet(per_condition_timeout=args.per_condition, report_all=True)
     plan = [(target, analyze_function(FunctionInfo(target.holder, target.attribute, vars(target.holder)[target.attribute]), options))
             for target in targets]
-    emit({"plan": [[target.name, len(checkables), list(inspect.signature(plain(target.function)).parameters)] for target, checkables in plan]})
+    emit({"plan": [[target.name, len(checkables), list(inspect.signature(plain(target.function)).parameters)]
+                   for target, checkables in plan]})
     searches = [(target, one_search(checkables)) for target, checkables in plan if checkables]
     if not searches:
         print("WARNING: Targets found, but contain no checkable functions.", file=sys.stderr)

@@ -45,7 +45,8 @@ DIFFS = {"no-min-clamp": ("kvspec.conformance.hunt.search.spec_hit_tokens", "kvs
 BUDGET = {"all": 300.0, "targeted": 30.0}  # the default --budget: a whole check, one --function or --clause
 DIFF_PER_CONDITION = 10.0  # diff's default --per-condition, CrossHair's per_condition_timeout
 # A problem with its input; CrossHair appends " with PATCHES" and " (which returns VALUE)" when there are some.
-CALL = re.compile(r"^(?P<message>.*?) when calling (?P<function>\w+)\((?P<args>.*?)\)(?: with .*?)?(?: \(which returns .*\))?\s*$", re.DOTALL)
+CALL = re.compile(r"^(?P<message>.*?) when calling (?P<function>\w+)\((?P<args>.*?)\)(?: with .*?)?(?: \(which returns .*\))?\s*$",
+                  re.DOTALL)
 GIVEN = re.compile(r"Given: \((?P<args>.*)\),\n\s*(?P<first>\S+) : (?P<a>.*)\n\s*(?P<second>\S+) : (?P<b>.*)")
 NO_DIFFERENCE = re.compile(r"^No differences found\. \(attempted (?P<paths>\d+) iterations\)$", re.MULTILINE)
 # CrossHair's verdicts on a condition (crosshair.statespace.MessageType): those that found an input that breaks it,
@@ -110,7 +111,8 @@ def crosshair_command(per_condition: float, pair: tuple[str, str]) -> list[str]:
     return [sys.executable, "-m", "crosshair", "diffbehavior", "--per_condition_timeout", f"{per_condition:g}", *pair]
 
 
-def runner_command(search: str, seconds: float, per_condition: float | None, functions: tuple[str, ...], clauses: tuple[str, ...]) -> list[str]:
+def runner_command(search: str, seconds: float, per_condition: float | None, functions: tuple[str, ...],
+                   clauses: tuple[str, ...]) -> list[str]:
     selection = [item for name in functions for item in ("--function", name)] + [item for c in clauses for item in ("--clause", c)]
     return [sys.executable, "-m", "kvspec.conformance.hunt.runner", "--search", search, "--seconds", f"{seconds:g}",
             "--per-condition", f"{per_condition or seconds:g}", *selection]
@@ -321,7 +323,7 @@ def record(found: list[Counterexample]) -> int:
         raise KvspecError(f"hunt --record: no fixture is made from the arguments of {', '.join(sorted(set(shapeless)))} "
                           "(conformance/fixtures/recorded.py hunted_cases takes (capacity, small_ratio) and (k, block_size, input_length))")
     known = json.loads(CHECKOUT_HUNTED.read_text(encoding="utf-8")) if CHECKOUT_HUNTED.exists() else []
-    seen = {(entry["function"].rsplit(".", 1)[-1], json.dumps(entry["args"], sort_keys=True)) for entry in known}  # older entries: bare names
+    seen = {(entry["function"].rsplit(".", 1)[-1], json.dumps(entry["args"], sort_keys=True)) for entry in known}  # older: bare names
     new = [asdict(c) for c in found if (c.function.rsplit(".", 1)[-1], json.dumps(c.args, sort_keys=True)) not in seen]
     with written_whole(CHECKOUT_HUNTED) as temporary:
         temporary.write_text(json.dumps(known + new, indent=1, sort_keys=True) + "\n", encoding="utf-8")

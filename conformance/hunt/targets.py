@@ -45,8 +45,8 @@ NOT_EXPLORED: dict[str, str] = {
     **dict.fromkeys(("BEN-ENTRY-1", *(f"BEN-CLOCK-{n}" for n in range(1, 5)), *(f"BEN-ADMIT-{n}" for n in range(1, 10)),
                      *(f"BEN-HIT-{n}" for n in range(1, 4)), "BEN-MISS-1", "BEN-GRACE-2", *(f"BEN-GHOST-{n}" for n in range(1, 5)),
                      "BEN-REMOVE-1", *(f"BEN-LRU-{n}" for n in range(1, 4))), WHOLE_STATE),
-    **dict.fromkeys((*(f"BEN-TRACE-{n}" for n in range(1, 8)), *(f"BEN-CMP-{n}" for n in range(1, 4)), *(f"BEN-PREFIX-{n}" for n in range(1, 8)),
-                     "BEN-MODEL-1", "BEN-MODEL-2"), WHOLE_TRACES),
+    **dict.fromkeys((*(f"BEN-TRACE-{n}" for n in range(1, 8)), *(f"BEN-CMP-{n}" for n in range(1, 4)),
+                     *(f"BEN-PREFIX-{n}" for n in range(1, 8)), "BEN-MODEL-1", "BEN-MODEL-2"), WHOLE_TRACES),
     "BEN-GRACE-1": ("selection.in_grace takes an Entry, whose state is a typing.Literal that CrossHair cannot build (crosshair-tool "
                     "0.0.113 raises TypeError in get_type_hints, measured); tests/test_benefit.py (BEN-GRACE-1) checks it"),
     "BEN-CONF-8": ("that a refusal names its clause: the hunt takes a ConfigError for a rule's answer to an input it refuses, so no search "

@@ -35,7 +35,8 @@ def is_count(value: object, low: int, high: int = INT64_MAX) -> bool:
 @ensure(lambda result: is_count(result.persistence_hit_threshold, 1, UINT32_MAX), "BEN-CONF-2: persistence_hit_threshold in [1, 2^32 - 1]")
 @ensure(lambda result: type(result.min_reuse_probability) is float and 0.0 <= result.min_reuse_probability <= 1.0,
         "BEN-CONF-3: min_reuse_probability a double in [0, 1]")
-@ensure(lambda result: type(result.decay_factor) is float and 0.0 < result.decay_factor < 1.0, "BEN-CONF-4: decay_factor a double in (0, 1)")
+@ensure(lambda result: type(result.decay_factor) is float and 0.0 < result.decay_factor < 1.0,
+        "BEN-CONF-4: decay_factor a double in (0, 1)")
 @ensure(lambda result: is_count(result.grace_observations, 0), "BEN-CONF-5: grace_observations in [0, 2^63 - 1]")
 @ensure(lambda result: is_count(result.ghost_capacity, 0), "BEN-CONF-6: ghost_capacity in [0, 2^63 - 1]")
 @ensure(lambda result: is_count(result.ghost_max_age_observations, 0), "BEN-CONF-7: ghost_max_age_observations in [0, 2^63 - 1]")

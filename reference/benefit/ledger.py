@@ -49,8 +49,8 @@ def are_offered(shared: list[tuple[int, int]]) -> bool:
 
 @require(lambda ledger: is_held(ledger), "BEN-LEDGER-1, BEN-LEDGER-2: a ledger as the policy holds it", per_access_state=True)
 @snapshot(holdings, "held", per_access_state=True)
-@ensure(lambda ledger, key, shared: all(key in ledger[segment_id].refs for segment_id, _ in shared), "BEN-LEDGER-1: key references each segment",
-        per_access_state=True)
+@ensure(lambda ledger, key, shared: all(key in ledger[segment_id].refs for segment_id, _ in shared),
+        "BEN-LEDGER-1: key references each segment", per_access_state=True)
 @ensure(lambda OLD, ledger, shared: all(ledger[s].size == OLD.held[s][0] if s in OLD.held else ledger[s].size == size
                                         for s, size in first_sizes(shared).items()),
         "BEN-LEDGER-1: the first registration fixes the size", per_access_state=True)
@@ -62,9 +62,10 @@ def register(ledger: Ledger, key: int, shared: list[tuple[int, int]]) -> None:
         ledger.setdefault(segment_id, Segment(size)).refs[key] = True
 
 
-@require(lambda ledger, shared: is_held(ledger) and are_offered(shared), "BEN-LEDGER-1, BEN-KEY-1: a ledger and an offer as the policy holds them",
-         per_access_state=True)
-@ensure(lambda ledger, shared, result: result == growth(ledger, shared), "BEN-KEY-2: the bytes the ledger would grow by", per_access_state=True)
+@require(lambda ledger, shared: is_held(ledger) and are_offered(shared),
+         "BEN-LEDGER-1, BEN-KEY-1: a ledger and an offer as the policy holds them", per_access_state=True)
+@ensure(lambda ledger, shared, result: result == growth(ledger, shared), "BEN-KEY-2: the bytes the ledger would grow by",
+        per_access_state=True)
 def new_bytes(ledger: Ledger, shared: list[tuple[int, int]]) -> int:
     """BEN-KEY-2: the sizes of the segments ``shared`` names that the ledger does not hold, each id
     once, at its first size (as BEN-LEDGER-1 would register it)."""
