@@ -10,9 +10,9 @@ these differences, each measured on the gallery of conformance/galleries/spec_mu
   (``check_only_the_target``).
 - The budget is shared out as the search goes: each target gets at most --per-condition seconds and
   its share of what is left of --seconds, a --function or --clause's own targets CHOSEN_WEIGHT shares
-  to each caller's one, so that the run ends within its budget whatever the machine's load
-  (CrossHair counts a search's time on the process's CPU clock: the share is given on that clock,
-  scaled by the CPU the process has had so far).
+  to each caller's one. CrossHair counts a search's time on the process's CPU clock, which a loaded
+  machine slows against the wall's; here a search also ends at its share of wall-clock time (before
+  its next path: ``install_did_not_end``), so that the run ends within its budget whatever the load.
 - A call that does not end is a finding with its input. CrossHair gives up a path whose time runs
   out (its per-path time, here at most PER_PATH seconds) by raising PathTimeout, which it counts as
   "not confirmed" and never reports: a rule that loops for ever on some input passed as "0
@@ -59,6 +59,7 @@ def running_body(frame: FrameType | None) -> bool:
 
 
 SPACES: list[Any] = []  # the StateSpace of the path being run
+SEARCH: list[Any] = []  # the options of the search being run, and the wall-clock time its share ends at
 WATCH_AGAIN = 0.05  # CPU seconds: when the clock runs out outside the body's own code, look again this soon
 
 
@@ -87,6 +88,8 @@ def install_did_not_end() -> None:
     def watched(space: Any, *args: Any, **kwargs: Any) -> None:
         start(space, *args, **kwargs)
         SPACES[:] = [space]
+        if SEARCH and time.monotonic() > SEARCH[1]:  # crosshair.core.analyze_calltree stops before the next path
+            SEARCH[0].per_condition_timeout = -1.0
         signal.setitimer(signal.ITIMER_PROF, max(space.execution_deadline - time.process_time(), 0.0) + WATCH_AGAIN)
 
     def on_clock(signum: int, frame: FrameType | None) -> None:
@@ -210,12 +213,6 @@ def one_search(checkables: list[Any]) -> Any:
                                                                               raises=conditions.raises | {KvspecError}))
 
 
-def cpu_share() -> float:
-    """The share of a core this process has had so far: CrossHair's timeouts count CPU time."""
-    elapsed = time.monotonic() - STARTED
-    return min(max(time.process_time() / elapsed, 0.1), 1.0) if elapsed > 0 else 1.0
-
-
 def chosen_targets(args: argparse.Namespace) -> list[Any]:
     """The targets of the selection, each once, as chosen rather than as a caller when it is both
     (a SelectionError when it names nothing to explore)."""
@@ -236,19 +233,21 @@ def search_each(searches: list[tuple[Any, Any]], seconds: float, per_condition: 
     """Run each target's search with its share of the budget, and report it as soon as it ends."""
     weights = [CHOSEN_WEIGHT if not target.caller else 1 for target, _ in searches]
     for done, (target, checkable) in enumerate(searches):
-        left = seconds - (time.monotonic() - STARTED)
-        share = min(per_condition, left * weights[done] / sum(weights[done:])) * cpu_share()
+        left = seconds - (time.monotonic() - STARTED) - PER_PATH  # a search's last path may run past its share
+        share = max(min(per_condition, left * weights[done] / sum(weights[done:])), 1e-3)
+        began = time.monotonic()
         if hasattr(checkable, "conditions"):  # not a condition CrossHair could not read
-            checkable.options = dataclasses.replace(checkable.options, per_condition_timeout=max(share, 1e-3),
+            checkable.options = dataclasses.replace(checkable.options, per_condition_timeout=share,
                                                     per_path_timeout=min(PER_PATH, share ** 0.5 if share > 1 else share))
             BODY[:] = [checkable.conditions.fn.__code__]
-        began = time.monotonic()
+            SEARCH[:] = [checkable.options, began + share]
         try:
             found = [(message.state.value, message.message, message.filename, message.line) for message in checkable.analyze()]
         except Exception as error:  # CrossHair's own failure (a type it cannot build): this search did not run
             found = [("crosshair_error", f"{type(error).__name__}: {error}".splitlines()[0], "", 0)]
         signal.setitimer(signal.ITIMER_PROF, 0)
         SPACES.clear()
+        SEARCH.clear()
         for state, message, path, line in found or [("cannot_confirm", "", "", 0)]:
             emit({"function": target.name, "seconds": round(time.monotonic() - began, 2), "state": state, "message": message, "path": path,
                   "line": line})

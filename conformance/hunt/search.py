@@ -190,9 +190,9 @@ def check(search: str, budget: float, per_condition: float | None, functions: tu
     reserve = min(0.1 * budget, 5.0) + 1.0  # for the concrete runs: about 1 s to start, and 1 s for a call that does not end
     started = time.perf_counter()
     env = {**os.environ, "KVSPEC_CONTRACTS": "all"}
-    try:
+    try:  # the hash seed fixed, as CrossHair fixes its own random seeds (crosshair-tool 0.0.113 statespace.py:359, :834)
         run = subprocess.run(runner_command(search, budget - reserve, per_condition, functions, clauses), capture_output=True, text=True,
-                             timeout=max(budget - 1.0, 0.9 * budget), env=env)
+                             timeout=max(budget - 1.0, 0.9 * budget), env={**env, "PYTHONHASHSEED": "0"})
     except subprocess.TimeoutExpired as expired:
         raise KvspecError(f"hunt: {shown}: the budget of {budget:g} s ran out before the search ended ({cut_short(expired.stdout)}; "
                           "a search stops where CrossHair or the CPU clock's signal finds the call in the rule's own code, and a call "
