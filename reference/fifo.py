@@ -8,6 +8,7 @@ from .queues import HashQueue, same_blocks
 from .validation import check_count
 
 
+@ensure(lambda cache, h, result: result == (h in cache.arrival), "FIFO-CAP-1: resident iff in the arrival queue", per_access_state=True)
 def is_resident(cache: "FIFO", h: int) -> bool:
     """FIFO-CAP-1: resident iff in the arrival queue."""
     return h in cache.arrival
@@ -23,6 +24,8 @@ def is_resident(cache: "FIFO", h: int) -> bool:
     lambda OLD, cache: len(cache.arrival) == (OLD.resident if OLD.was_resident else min(OLD.resident + 1, cache.capacity)),
     "FIFO-EVICT-1: one eviction, and only when full",
 )
+@ensure(lambda OLD, cache: OLD.was_resident or list(cache.arrival)[:-1] == OLD.order[len(OLD.order) >= cache.capacity:],
+        "FIFO-EVICT-1: a miss pops the head when the queue is full, and only then", per_access_state=True)
 def access(cache: "FIFO", h: int) -> None:
     """FIFO-ACCESS-1, FIFO-EVICT-1, FIFO-ADMIT-1: one block access."""
     arrival = cache.arrival
@@ -41,13 +44,16 @@ class FIFO:
     arrival: HashQueue
 
     @classmethod
+    @ensure(lambda capacity, result: result.capacity == capacity and not result.arrival, "FIFO-CAP-1: it starts empty")
     def empty(cls, capacity: int) -> "FIFO":
+        """An empty cache of ``capacity`` blocks."""
         return cls(check_count(capacity, 1, "REPLAY-CONF-1", "capacity"), OrderedDict())
 
     blocks = same_blocks
     is_resident = is_resident
     access = access
 
+    @ensure(lambda self, result: result == len(self.arrival), "FIFO-CAP-1: the resident count is the queue's length")
     def resident_count(self) -> int:
         return len(self.arrival)
 

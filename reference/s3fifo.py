@@ -7,12 +7,15 @@ build in any state and explore; the class takes the rules a replay calls as its 
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TypeVar, no_type_check
 
 from .contracts import F, ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
 from .queues import Queue, same_blocks
 from .validation import INT64_MAX, check_count
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,7 @@ class Caps:
     max_freq: int
 
 
+@ensure(lambda small_ratio, result: result == (type(small_ratio) is float and -0.0 <= small_ratio <= 1.0), "S3-CONF-1: a double in [0, 1]")
 def ratio_is_valid(small_ratio: float) -> bool:
     """S3-CONF-1: a finite double in [0, 1]."""
     return type(small_ratio) is float and math.isfinite(small_ratio) and 0.0 <= small_ratio <= 1.0
@@ -54,6 +58,8 @@ def derive_caps(capacity: int, small_ratio: float, max_freq: int) -> Caps:
     return Caps(small_cap=small_cap, main_cap=main_cap, ghost_cap=main_cap, max_freq=max_freq)
 
 
+@ensure(lambda result: result.small_cap >= 1 and result.main_cap >= 1, "S3-CONF-5: both queues hold at least one entry")
+@ensure(lambda max_freq, result: result.max_freq == max_freq >= 0, "S3-CONF-6: max_freq >= 0")
 def caps_for(capacity: int, small_ratio: float, max_freq: int) -> Caps:
     """S3-CONF-1 to S3-CONF-6: the queue sizes, or a ConfigError citing the clause refused."""
     check_count(capacity, 1, "REPLAY-CONF-1", "capacity")
@@ -93,16 +99,26 @@ def within_caps(cache: "S3FIFO") -> bool:
     return len(cache.small) <= caps.small_cap and len(cache.main) <= caps.main_cap and len(cache.ghost) <= caps.ghost_cap
 
 
+def queue_of(cache: "S3FIFO", h: int) -> str | None:
+    """Which of S, M and G holds h (S3-QUEUE-2: at most one), or None."""
+    return "S" if h in cache.small else "M" if h in cache.main else "G" if h in cache.ghost else None
+
+
 def is_queued(cache: "S3FIFO", h: int) -> bool:
     """Whether h is in S, M or G."""
     return h in cache.small or h in cache.main or h in cache.ghost
 
 
+@ensure(lambda cache, h, result: result == (h in cache.small or h in cache.main), "S3-QUEUE-3: resident iff in S or M, never in G alone",
+        per_access_state=True)
 def is_resident(cache: "S3FIFO", h: int) -> bool:
     """S3-QUEUE-3: h is resident iff it is in S or M; the ghost never counts."""
     return h in cache.small or h in cache.main
 
 
+@require(lambda freq, max_freq: 0 <= freq <= max_freq, "S3-FREQ-1", per_access_state=True)
+@ensure(lambda freq, max_freq, result: result == freq + 1 if freq < max_freq else result == max_freq, "S3-FREQ-2: one more, up to max_freq",
+        per_access_state=True)
 def saturating_increment(freq: int, max_freq: int) -> int:
     """S3-FREQ-2: add one, clamped at max_freq."""
     return min(freq + 1, max_freq)
@@ -121,6 +137,38 @@ def state_invariants_hold(cache: "S3FIFO") -> bool:
 def entries_are_valid(cache: "S3FIFO") -> bool:
     """S3-QUEUE-2 and S3-FREQ-1: the checks of the state that cost O(cache size)."""
     return queues_are_disjoint(cache) and freqs_in_range(cache)
+
+
+def tail(queue: dict[int, V]) -> tuple[int, V] | None:
+    """The entry at a queue's tail (REPLAY-QUEUE-1), or None for an empty queue. (The tail's key
+    first: CrossHair's dicts cannot reverse their items.)"""
+    h = next(reversed(queue), None)
+    return None if h is None else (h, queue[h])
+
+
+def head_to_make_room(cache: "S3FIFO") -> tuple[int, int] | None:
+    """The entry S3-ADMIT-S-1 pops before an admission to S: the head, when S is full."""
+    return next(iter(cache.small.items())) if len(cache.small) >= cache.caps.small_cap else None
+
+
+@no_type_check  # O(|M|), in the postconditions of every admission to M: typeguard would check each item again
+def second_chance(main: list[tuple[int, int]], main_cap: int) -> tuple[int | None, list[tuple[int, int]]]:
+    """S3-ADMIT-M-1 to S3-ADMIT-M-3 in closed form, for the postconditions of admit_to_main: the
+    hash that leaves a full M for good, and M after it (before the new entry). With m the smallest
+    freq in M, every entry first spends m chances in m whole turns of the queue; then the first entry
+    whose freq was m is evicted, those ahead of it spend one chance more and go behind those after it.
+    A queue that is not full loses nothing."""
+    if len(main) < main_cap:
+        return None, main
+    m = min(freq for _, freq in main)
+    first = next(i for i, (_, freq) in enumerate(main) if freq == m)
+    return main[first][0], [(h, freq - m) for h, freq in main[first + 1:]] + [(h, freq - m - 1) for h, freq in main[:first]]
+
+
+def lengths(cache: "S3FIFO") -> tuple[int, int, int]:
+    """|S|, |M| and |G|. (Where a hit leaves its entry, S3-ACCESS-1 and S3-ACCESS-2, no contract
+    states: conformance/hunt/targets.py PARTLY_EXPLORED says why.)"""
+    return len(cache.small), len(cache.main), len(cache.ghost)
 
 
 # The state every rule starts from: each condition, the clauses a violation names, and whether it
@@ -145,9 +193,20 @@ def s3fifo_rule(rule: F) -> F:
 
 
 @s3fifo_rule
+@snapshot(lambda cache, h: (queue_of(cache, h), cache.small.get(h, cache.main.get(h)), lengths(cache)), "before", per_access_state=True)
 @ensure(within_caps, "S3-INV-1, S3-INV-2, S3-INV-3: every queue within its size after the access")
 @ensure(lambda cache, h: is_resident(cache, h) and h not in cache.ghost, "S3-ACCESS-1 to S3-ACCESS-4: h is resident after its access")
 @ensure(lambda cache, h: 0 <= cache.small.get(h, cache.main.get(h, 0)) <= cache.caps.max_freq, "S3-FREQ-1")
+@ensure(lambda OLD, cache, h: OLD.before[0] != "S"
+        or (cache.small[h] == min(OLD.before[1] + 1, cache.caps.max_freq) and lengths(cache) == OLD.before[2]),
+        "S3-ACCESS-1: a hit in S increments its freq, and no queue grows or shrinks", per_access_state=True)
+@ensure(lambda OLD, cache, h: OLD.before[0] != "M"
+        or (cache.main[h] == min(OLD.before[1] + 1, cache.caps.max_freq) and lengths(cache) == OLD.before[2]),
+        "S3-ACCESS-2: a hit in M increments its freq, and no queue grows or shrinks", per_access_state=True)
+@ensure(lambda OLD, cache, h: OLD.before[0] != "G" or (len(cache.small) == OLD.before[2][0] and tail(cache.main) == (h, 0)),
+        "S3-ACCESS-3: a ghost hit is admitted to M with freq 0, and S does not change", per_access_state=True)
+@ensure(lambda OLD, cache, h: OLD.before[0] is not None or tail(cache.small) == (h, 0),
+        "S3-ACCESS-4: a new hash is admitted to S with freq 0", per_access_state=True)
 def access(cache: "S3FIFO", h: int) -> None:
     """S3-ACCESS-1 to S3-ACCESS-4: one block access."""
     if h in cache.small:
@@ -163,9 +222,18 @@ def access(cache: "S3FIFO", h: int) -> None:
 
 @s3fifo_rule
 @snapshot(lambda cache: len(cache.small), "small_len")
+@snapshot(head_to_make_room, "head", per_access_state=True)
+@snapshot(lambda cache: list(cache.small.items()), "small", per_access_state=True)
 @require(lambda cache, h: not is_queued(cache, h), "S3-ADMIT-S-4: h is new")
 @ensure(lambda cache, h: cache.small[h] == 0 and next(reversed(cache.small)) == h, "S3-ADMIT-S-4: h at the tail of S, freq 0")
 @ensure(lambda OLD, cache: len(cache.small) == min(OLD.small_len + 1, cache.caps.small_cap), "S3-ADMIT-S-1: drain only to make room")
+@ensure(lambda OLD, cache, h: list(cache.small.items()) == OLD.small[len(OLD.small) - cache.caps.small_cap + 1:] + [(h, 0)]
+        if OLD.head else list(cache.small.items()) == OLD.small + [(h, 0)],
+        "S3-ADMIT-S-1: a full S loses its head, and only its head", per_access_state=True)
+@ensure(lambda OLD, cache: OLD.head is None or OLD.head[1] == 0 or tail(cache.main) == OLD.head,
+        "S3-ADMIT-S-2: the head popped with freq >= 1 is at the tail of M, its freq unchanged", per_access_state=True)
+@ensure(lambda OLD, cache: OLD.head is None or OLD.head[1] >= 1 or tail(cache.ghost) == (OLD.head[0], True),
+        "S3-ADMIT-S-3: the head popped with freq 0 is at the tail of G", per_access_state=True)
 def admit_to_small(cache: "S3FIFO", h: int) -> None:
     """S3-ADMIT-S-1 to S3-ADMIT-S-4."""
     small = cache.small
@@ -181,13 +249,18 @@ def admit_to_small(cache: "S3FIFO", h: int) -> None:
 
 @s3fifo_rule
 @snapshot(lambda cache: (len(cache.main), len(cache.ghost)), "lengths")
+@snapshot(lambda cache: second_chance(list(cache.main.items()), cache.caps.main_cap), "second_chance", per_access_state=True)
 @require(lambda cache, h: not is_queued(cache, h), "S3-ADMIT-M-4: h is not queued")
 @require(lambda cache, freq: 0 <= freq <= cache.caps.max_freq, "S3-FREQ-1")
 @ensure(lambda cache, h, freq: cache.main[h] == freq and next(reversed(cache.main)) == h, "S3-ADMIT-M-4: h at the tail of M with its freq")
 @ensure(
-    lambda OLD, cache: (len(cache.main), len(cache.ghost)) == lengths_after_admit_to_main(cache.caps, *OLD.lengths),
+    lambda OLD, cache: (len(cache.main), len(cache.ghost)) == lengths_after_admit_to_main(cache.caps, OLD.lengths[0], OLD.lengths[1]),
     "S3-ADMIT-M-3: exactly one real eviction, and only when M is full, and it goes to G",
 )
+@ensure(lambda OLD, cache: list(cache.main.items())[:-1] == OLD.second_chance[1],
+        "S3-ADMIT-M-1, S3-ADMIT-M-2: a full M requeues its heads with one chance less until one has none left", per_access_state=True)
+@ensure(lambda OLD, cache: OLD.second_chance[0] is None or tail(cache.ghost) == (OLD.second_chance[0], True),
+        "S3-ADMIT-M-3: the entry evicted from M is at the tail of G", per_access_state=True)
 def admit_to_main(cache: "S3FIFO", h: int, freq: int) -> None:
     """S3-ADMIT-M-1 to S3-ADMIT-M-4: second chance, then exactly one real eviction."""
     main = cache.main
@@ -211,8 +284,11 @@ def lengths_after_admit_to_main(caps: Caps, main_len: int, ghost_len: int) -> tu
 
 
 @s3fifo_rule
+@snapshot(lambda cache: list(cache.ghost), "ghost", per_access_state=True)
 @require(lambda cache, h: not is_resident(cache, h), "S3-GHOST-4: a ghost is not resident")
 @ensure(lambda cache, h: next(reversed(cache.ghost)) == h, "S3-GHOST-3: h at the tail of G")
+@ensure(lambda OLD, cache, h: list(cache.ghost) == ([g for g in OLD.ghost if g != h] + [h])[-cache.caps.ghost_cap:],
+        "S3-GHOST-1, S3-GHOST-2: G keeps its newest ghost_cap hashes, h once, at the tail", per_access_state=True)
 def insert_to_ghost(cache: "S3FIFO", h: int) -> None:
     """S3-GHOST-1 to S3-GHOST-3: a bounded FIFO of evicted hashes."""
     ghost = cache.ghost
@@ -237,6 +313,8 @@ class S3FIFO:
     ghost: Ghost
 
     @classmethod
+    @ensure(lambda result: not (result.small or result.main or result.ghost)
+            and len({id(result.small), id(result.main), id(result.ghost)}) == 3, "S3-QUEUE-1: three queues, each empty")
     def empty(cls, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> "S3FIFO":
         """An empty cache (S3-QUEUE-1), its sizes derived by S3-CONF-1 to S3-CONF-6."""
         return cls(caps_for(capacity, small_ratio, max_freq), OrderedDict(), OrderedDict(), OrderedDict())
@@ -246,6 +324,7 @@ class S3FIFO:
     access = access
     state_invariants_hold = state_invariants_hold
 
+    @ensure(lambda self, result: result == len(self.small) + len(self.main), "S3-FINAL-1: |S| + |M|, never G")
     def resident_count(self) -> int:
         """S3-FINAL-1: |S| + |M|, never the ghost."""
         return len(self.small) + len(self.main)

@@ -16,7 +16,7 @@ from kvspec.conformance.core.extras import install_hint
 from kvspec.conformance.fixtures.recorded import HUNTED
 from kvspec.conformance.fixtures.runner import read_manifest
 from kvspec.conformance.hunt import search as hunt
-from kvspec.conformance.hunt.search import CALL, arguments, diffs, in_domain, no_min_clamp_hit_tokens, problems, spec_hit_tokens
+from kvspec.conformance.hunt.search import CALL, arguments, candidate, diffs, in_domain, no_min_clamp_hit_tokens, report, spec_hit_tokens
 from kvspec.conformance.hunt.seed_rules import RULES, as_written, seed_caps_are_valid
 from kvspec.reference import KvspecError, s3fifo
 
@@ -96,7 +96,7 @@ def test_hunt_diff_takes_any_pair_and_records_only_what_makes_a_fixture(tmp_path
 # A search that did not run is an error (exit 1, one line), never "0 counterexamples". The outputs
 # below are CrossHair's own (crosshair-tool 0.0.113), measured.
 
-AS_WRITTEN = r"crosshair check --report_all --per_condition_timeout [^ ]+ kvspec\.conformance\.hunt\.seed_rules: "
+AS_WRITTEN = r"kvspec hunt as-written --budget [^ ]+(?: --per-condition [^ ]+)?: "
 
 
 def test_hunt_without_crosshair_is_an_error(tmp_path: Path) -> None:
@@ -104,11 +104,11 @@ def test_hunt_without_crosshair_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "absent").mkdir()
     (tmp_path / "absent" / "sitecustomize.py").write_text('import sys\nsys.modules["crosshair"] = None\n')
     refused(kvspec("hunt", "check", PYTHONPATH=str(tmp_path / "absent")),
-            rf"crosshair check .+: CrossHair is not installed \({re.escape(install_hint('hunt'))}\)")  # tests/test_environment.py proves the hint
+            rf"kvspec hunt check: CrossHair is not installed \({re.escape(install_hint('hunt'))}\)")  # tests/test_environment.py proves the hint
     (tmp_path / "broken" / "crosshair").mkdir(parents=True)
     (tmp_path / "broken" / "crosshair" / "__init__.py").write_text('raise ImportError("libz3.so: cannot open shared object file")\n')
     refused(kvspec("hunt", "check", PYTHONPATH=str(tmp_path / "broken")),
-            r"crosshair check .+: the search did not run \(CrossHair status 1\): ImportError: libz3\.so: cannot open shared object file")
+            r"kvspec hunt check .+: the search did not run \(CrossHair status 1\): ImportError: libz3\.so: cannot open shared object file")
 
 
 @pytest.mark.parametrize(("pair", "reason"), [
@@ -132,34 +132,46 @@ def test_hunt_seconds_are_finite_and_positive(option: str, value: str, shown: st
 
 
 def test_hunt_whose_budget_ends_first_is_an_error() -> None:
-    """CrossHair reports only when the whole search has ended: a killed search found nothing we can know of."""
+    """A budget smaller than CrossHair takes to start: nothing searched, and the error says how far it got."""
     refused(kvspec("hunt", "as-written", "--budget", "0.3"),
-            AS_WRITTEN + r"the budget of 0\.3 s ran out before CrossHair ended the search.+")
+            AS_WRITTEN + r"the budget of 0\.3 s ran out before the search ended \(the search had not started; .+")
 
 
 def test_hunt_that_tries_no_input_is_an_error() -> None:
     """--per-condition over before any input met a precondition: CrossHair says "Unable to meet
-    precondition" for every condition, with status 0."""
+    precondition" for every condition."""
     refused(kvspec("hunt", "as-written", "--per-condition", "1e-9"),
             AS_WRITTEN + r"the search did not run \(CrossHair status 0\): CrossHair tried no condition on any input .+")
 
 
-def test_hunt_of_targets_without_contracts_is_an_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """CrossHair finds nothing to check, warns, and exits 0."""
-    monkeypatch.setattr(hunt, "AS_WRITTEN_TARGETS", ["kvspec.conformance.hunt.search.in_domain"])
-    assert cli.main(["hunt", "as-written", "--budget", "120"]) == 1
-    out, err = capsys.readouterr()
-    assert out == "" and err.splitlines() == [("kvspec: error: hunt: crosshair check --report_all --per_condition_timeout 10 "
-                                               "kvspec.conformance.hunt.search.in_domain: the search did not run (CrossHair status 0): "
-                                               "WARNING: Targets found, but contain no checkable functions.")]
+def test_hunt_of_a_function_without_contracts_is_an_error() -> None:
+    """CrossHair would find nothing to check; a --function or --clause that names nothing to explore is refused."""
+    refused(kvspec("hunt", "check", "--function", "kvspec.conformance.hunt.search.in_domain"),
+            r"kvspec hunt check --function .+: the search did not run: kvspec\.conformance\.hunt\.search\.in_domain carries no contract: "
+            r"CrossHair has no condition of it to check")
+    refused(kvspec("hunt", "check", "--clause", "S3-NOPE-1"),
+            r"kvspec hunt check --clause S3-NOPE-1 .+: the search did not run: S3-NOPE-1: no function the hunt explores cites it .+")
+    refused(kvspec("hunt", "check", "--function", "kvspec.reference.nosuch.f"),
+            r"kvspec hunt check .+: the search did not run: kvspec\.reference\.nosuch\.f: kvspec\.reference has no 'nosuch'")
+    refused(kvspec("hunt", "diff", "--function", "kvspec.reference.s3fifo.access"), r"--function chooses what a check explores")
 
 
 def completed(status: int, stdout: str, stderr: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(["crosshair"], status, stdout, stderr)
 
 
+def runner_report(*searched: dict[str, object]) -> str:
+    """The runner's report (conformance/hunt/runner.py): its plan, then a line for each search."""
+    plan = {"plan": [["m.f", 2, ["x", "y"]]]}
+    return "\n".join(json.dumps(line) for line in [plan, *searched]) + "\n"
+
+
+def searched(state: str, message: str = "") -> dict[str, object]:
+    return {"function": "m.f", "seconds": 1.0, "state": state, "message": message, "path": "m.py", "line": 3}
+
+
 def test_a_status_is_read_only_with_the_report_it_comes_with() -> None:
-    """Outputs CrossHair gives rarely, or only when it breaks, each with the status it comes with."""
+    """Outputs CrossHair or the runner gives rarely, or only when they break, each with the status it comes with."""
     pair = ("m.f", "m.g")
     not_run = [
         lambda: diffs(completed(0, "No differences found. (attempted 0 iterations)\n"), "c", pair, 1.0),
@@ -168,32 +180,41 @@ def test_a_status_is_read_only_with_the_report_it_comes_with() -> None:
         lambda: diffs(completed(1, "Given: (x=1),\n"), "c", pair, 1.0),  # a difference without its two results
         lambda: diffs(completed(2, "Given: (x=1),\n  m.f : returns 1\n  m.g : returns 2\n",
                                 "Repeated executions are not behaving deterministically.\n"), "c", pair, 1.0),
-        lambda: problems(completed(1, "m.py:3: error: SyntaxError: invalid syntax\n"), "check", "c", 1.0),  # a condition not analysed
-        lambda: problems(completed(1, "m.py:3: info: Not confirmed.\n"), "check", "c", 1.0),  # 1 without a problem: a crash
-        lambda: problems(completed(-9, ""), "check", "c", 1.0),
+        lambda: report(completed(0, runner_report(searched("syntax_err", "SyntaxError: invalid syntax"))), "c"),  # a condition not analysed
+        lambda: report(completed(0, runner_report(searched("pre_unsat", "Unable to meet precondition."))), "c"),  # no input tried
+        lambda: report(completed(0, '{"plan": [["m.f", 2'), "c"),  # a report cut short
+        lambda: report(completed(1, "", "Traceback (most recent call last):\n  ...\nRuntimeError: z3 crashed\n"), "c"),
+        lambda: report(completed(-9, ""), "c"),
     ]
     for search in not_run:
         with pytest.raises(KvspecError, match=r"^hunt: c: ") as error:
             search()
         assert "\n" not in str(error.value)
-    killed = "hunt: c: the search did not run (CrossHair signal 9): CrossHair tried no condition on any input"
-    assert str(pytest.raises(KvspecError, not_run[-1]).value).startswith(killed)
+    killed = "hunt: c: the search did not run (CrossHair signal 9): its report is not one kvspec reads"
+    assert str(pytest.raises(KvspecError, not_run[-1]).value) == killed
     assert diffs(completed(0, "No differences found. (attempted 4 iterations)\n"), "c", pair, 1.0) == []
     given = completed(1, "Given: (x=(1, 2)),\n  m.f : returns 1\n  m.g : returns 2\n")
     assert [c.args for c in diffs(given, "c", pair, 1.0)] == [{"x": "(1, 2)"}]
+    plan, records = report(completed(0, runner_report(searched("cannot_confirm", "Not confirmed."))), "c")
+    assert plan == {"m.f": (2, ["x", "y"])} and [record["state"] for record in records] == ["cannot_confirm"]
 
 
 def test_a_counterexample_is_never_lost_to_its_format() -> None:
     """Found by `kvspec hunt check` here: CrossHair's RecursionError on an S3FIFO state, a repr, not a literal."""
-    line = ("/k/reference/s3fifo.py:148: error: RecursionError: maximum recursion depth exceeded in comparison when calling "
-            "admit_to_small(S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False}), 5)")
-    [found] = problems(completed(1, line + "\n"), "check", "c", 1.0)
-    assert found.function == "admit_to_small"
-    assert found.args == {"arg0": "S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False})", "arg1": 5}
-    returns = CALL.match("/k/m.py:3: error: false when calling total(x=[1, 2], y=True) (which returns 13)")
+    message = ("RecursionError: maximum recursion depth exceeded in comparison when calling "
+               "admit_to_small(S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False}), 5)")
+    found = candidate("check", "c", {**searched("exec_err", message), "function": "kvspec.reference.s3fifo.admit_to_small"},
+                      {"kvspec.reference.s3fifo.admit_to_small": (3, ["cache", "h"])})
+    assert found.function == "kvspec.reference.s3fifo.admit_to_small" and found.found.startswith("RecursionError: maximum recursion")
+    assert found.args == {"cache": "S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False})", "h": 5}
+    assert found.call == "S3FIFO(Caps(1, 2, 2, 1), {6: 1}, {}, {3: False, 4: False}), 5"  # what the concrete run rebuilds
+    returns = CALL.match("false when calling total(x=[1, 2], y=True) (which returns 13)")
     assert returns and returns["function"] == "total" and arguments(returns["args"]) == {"x": "[1, 2]", "y": True}
     assert arguments("<object at 0x7f>") == {"arguments": "<object at 0x7f>"} and arguments("1), g(2") == {"arguments": "1), g(2"}
     assert arguments("64, 0.0078125", ["capacity", "small_ratio"]) == {"capacity": 64, "small_ratio": 0.0078125}
+    nondeterministic = candidate("check", "c", searched("exec_err", "NotDeterministic: Found a different execution paths"),
+                                 {"m.f": (1, ["x"])})
+    assert nondeterministic.call == "" and nondeterministic.args == {}  # CrossHair's own trouble: nothing to run, listed apart
 
 
 def test_hunt_record_that_refuses_writes_nothing_at_all(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..contracts import ensure
 from ..errors import ConfigError, KvspecError
 from ..validation import INT64_MAX, check_count
 
@@ -25,6 +26,20 @@ class BenefitConfig:
     ghost_max_age_observations: int = 1024
 
 
+def is_count(value: object, low: int, high: int = INT64_MAX) -> bool:
+    """An integer, never a bool, in [low, high] (for the contracts)."""
+    return type(value) is int and low <= value <= high
+
+
+@ensure(lambda result: is_count(result.probation_byte_budget, 0), "BEN-CONF-1: probation_byte_budget in [0, 2^63 - 1]")
+@ensure(lambda result: is_count(result.persistence_hit_threshold, 1, UINT32_MAX), "BEN-CONF-2: persistence_hit_threshold in [1, 2^32 - 1]")
+@ensure(lambda result: type(result.min_reuse_probability) is float and 0.0 <= result.min_reuse_probability <= 1.0,
+        "BEN-CONF-3: min_reuse_probability a double in [0, 1]")
+@ensure(lambda result: type(result.decay_factor) is float and 0.0 < result.decay_factor < 1.0,
+        "BEN-CONF-4: decay_factor a double in (0, 1)")
+@ensure(lambda result: is_count(result.grace_observations, 0), "BEN-CONF-5: grace_observations in [0, 2^63 - 1]")
+@ensure(lambda result: is_count(result.ghost_capacity, 0), "BEN-CONF-6: ghost_capacity in [0, 2^63 - 1]")
+@ensure(lambda result: is_count(result.ghost_max_age_observations, 0), "BEN-CONF-7: ghost_max_age_observations in [0, 2^63 - 1]")
 def check_config(config: BenefitConfig) -> BenefitConfig:
     """BEN-CONF-8: the configuration, or a ConfigError naming the clause it breaks."""
     check_count(config.probation_byte_budget, 0, "BEN-CONF-1", "probation_byte_budget")
@@ -61,6 +76,7 @@ def net_benefit(cost: CostSample) -> float:
     return net if net > 0.0 else 0.0
 
 
+@ensure(lambda result: is_count(result, 0, UINT64_MAX), "BEN-KEY-1: a key or segment id in [0, 2^64 - 1]", per_access_state=True)
 def check_id(value: object, what: str) -> int:
     """BEN-KEY-1: a key or segment id in [0, 2**64 - 1]."""
     if type(value) is not int or not 0 <= value <= UINT64_MAX:
@@ -68,6 +84,7 @@ def check_id(value: object, what: str) -> int:
     return value
 
 
+@ensure(lambda result: is_count(result, 0), "BEN-KEY-1: a byte count in [0, 2^63 - 1]", per_access_state=True)
 def check_bytes(value: object, what: str) -> int:
     """BEN-KEY-1: a byte count in [0, 2**63 - 1]."""
     if type(value) is not int or not 0 <= value <= INT64_MAX:

@@ -3,7 +3,7 @@
 import math
 from dataclasses import dataclass, field
 
-from ..contracts import ensure
+from ..contracts import ensure, require, snapshot
 
 
 @dataclass(slots=True)
@@ -17,12 +17,55 @@ class Segment:
 Ledger = dict[int, Segment]
 
 
+def holdings(ledger: Ledger) -> dict[int, tuple[int, list[int]]]:
+    """Each segment's size and referencing keys, as a copy (for the contracts)."""
+    return {segment_id: (segment.size, list(segment.refs)) for segment_id, segment in ledger.items()}
+
+
+def first_sizes(shared: list[tuple[int, int]]) -> dict[int, int]:
+    """Each segment id of ``shared`` with the size it is first offered at."""
+    first: dict[int, int] = {}
+    for segment_id, size in shared:
+        first.setdefault(segment_id, size)
+    return first
+
+
+def growth(ledger: Ledger, shared: list[tuple[int, int]]) -> int:
+    """How many bytes registering ``shared`` (BEN-LEDGER-1) would add to the ledger's, on a copy."""
+    copy = {segment_id: Segment(segment.size, dict(segment.refs)) for segment_id, segment in ledger.items()}
+    register(copy, 0, shared)
+    return sum(segment.size for segment in copy.values()) - sum(segment.size for segment in ledger.values())
+
+
+def is_held(ledger: Ledger) -> bool:
+    """BEN-LEDGER-1, BEN-LEDGER-2: every segment the ledger holds is referenced."""
+    return all(segment.refs for segment in ledger.values())
+
+
+def are_offered(shared: list[tuple[int, int]]) -> bool:
+    """BEN-KEY-1: segment ids and sizes as an offer has them once checked."""
+    return all(0 <= segment_id and 0 <= size for segment_id, size in shared)
+
+
+@require(lambda ledger: is_held(ledger), "BEN-LEDGER-1, BEN-LEDGER-2: a ledger as the policy holds it", per_access_state=True)
+@snapshot(holdings, "held", per_access_state=True)
+@ensure(lambda ledger, key, shared: all(key in ledger[segment_id].refs for segment_id, _ in shared),
+        "BEN-LEDGER-1: key references each segment", per_access_state=True)
+@ensure(lambda OLD, ledger, shared: all(ledger[s].size == OLD.held[s][0] if s in OLD.held else ledger[s].size == size
+                                        for s, size in first_sizes(shared).items()),
+        "BEN-LEDGER-1: the first registration fixes the size", per_access_state=True)
+@ensure(lambda OLD, ledger, shared: all(holdings(ledger)[s] == held for s, held in OLD.held.items() if s not in first_sizes(shared))
+        and set(ledger) == set(OLD.held) | set(first_sizes(shared)), "BEN-LEDGER-1: no other segment changes", per_access_state=True)
 def register(ledger: Ledger, key: int, shared: list[tuple[int, int]]) -> None:
     """BEN-LEDGER-1: ``key`` references each segment; a reference already there changes nothing."""
     for segment_id, size in shared:
         ledger.setdefault(segment_id, Segment(size)).refs[key] = True
 
 
+@require(lambda ledger, shared: is_held(ledger) and are_offered(shared),
+         "BEN-LEDGER-1, BEN-KEY-1: a ledger and an offer as the policy holds them", per_access_state=True)
+@ensure(lambda ledger, shared, result: result == growth(ledger, shared), "BEN-KEY-2: the bytes the ledger would grow by",
+        per_access_state=True)
 def new_bytes(ledger: Ledger, shared: list[tuple[int, int]]) -> int:
     """BEN-KEY-2: the sizes of the segments ``shared`` names that the ledger does not hold, each id
     once, at its first size (as BEN-LEDGER-1 would register it)."""
@@ -32,6 +75,14 @@ def new_bytes(ledger: Ledger, shared: list[tuple[int, int]]) -> int:
     return sum(size for segment_id, size in first.items() if segment_id not in ledger)
 
 
+@require(lambda ledger: is_held(ledger), "BEN-LEDGER-1, BEN-LEDGER-2: a ledger as the policy holds it", per_access_state=True)
+@snapshot(holdings, "held", per_access_state=True)
+@ensure(lambda ledger, key, segment_ids: all(s not in ledger or key not in ledger[s].refs for s in segment_ids),
+        "BEN-LEDGER-2: key's references are released", per_access_state=True)
+@ensure(lambda OLD, ledger: all(segment.refs for segment in ledger.values()) and set(ledger) <= set(OLD.held),
+        "BEN-LEDGER-2: a segment whose last reference is released is dropped", per_access_state=True)
+@ensure(lambda OLD, ledger, result: result == sum(OLD.held[s][0] for s in set(OLD.held) - set(ledger)),
+        "BEN-LEDGER-2: the bytes of the segments dropped", per_access_state=True)
 def release(ledger: Ledger, key: int, segment_ids: list[int]) -> int:
     """BEN-LEDGER-2: drop ``key``'s references; a segment with none left is dropped. The bytes of
     the segments dropped."""

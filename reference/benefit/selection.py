@@ -96,6 +96,9 @@ def physical_release(entries: dict[int, Entry], ledger: Ledger, victims: list[in
     return sum(entries[key].exclusive_bytes for key in victims) + whole
 
 
+@ensure(lambda entry, clock, grace_observations, result:
+        result == (clock - entry.last_observation < grace_observations if clock >= entry.last_observation else grace_observations > 0),
+        "BEN-GRACE-1: fewer than grace_observations since its last observation", per_access_state=True)
 def in_grace(entry: Entry, clock: int, grace_observations: int) -> bool:
     """BEN-GRACE-1."""
     return max(clock - entry.last_observation, 0) < grace_observations
