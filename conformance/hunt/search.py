@@ -190,6 +190,9 @@ def check(search: str, budget: float, per_condition: float | None, functions: tu
     """The runner's search, within ``budget`` less what reproducing its counterexamples may take, then their reproduction."""
     shown = kvspec_command(search, budget, per_condition, functions, clauses)
     reserve = min(0.1 * budget, 5.0) + 1.0  # for the concrete runs: about 1 s to start, and 1 s for a call that does not end
+    if budget <= reserve:  # the runner would have no time to search: CrossHair would try no input
+        raise KvspecError(f"hunt: {shown}: the budget of {budget:g} s ran out before the search ended (the search had not started; "
+                          f"{reserve:g} s of it are kept for starting the search and running its counterexamples concretely)")
     started = time.perf_counter()
     env = {**os.environ, "KVSPEC_CONTRACTS": "all"}
     try:  # the hash seed fixed, as CrossHair fixes its own random seeds (crosshair-tool 0.0.113 statespace.py:359, :834)
