@@ -9,7 +9,7 @@ same way, rule by rule, to measure what one rule's hunt costs where there is not
 whole, with the default budget. docs/hunt-score.md is written from the results, with the rules the
 hunt cannot explore and why (conformance/hunt/targets.py NOT_EXPLORED).
 
-    .venv/bin/python bench/bench_hunt.py                      # about 25 minutes on 2 shared cores
+    .venv/bin/python bench/bench_hunt.py                      # about 35 minutes on 2 cores
     .venv/bin/python bench/bench_hunt.py --report-only        # rewrite docs/hunt-score.md from the last run
     .venv/bin/python bench/bench_hunt.py --mutants ghost-is-resident,freq-unsaturated
 """
