@@ -347,3 +347,20 @@ def test_a_bundled_trace_is_named_alike_in_every_command(tmp_path: Path) -> None
     run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "replay", "synthetic"], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "KVSPEC_CONTRACTS": "0"}, timeout=60)
     assert json.loads(run.stdout)["requests"] == 1
+
+
+def every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        for child in action.choices.values():
+            yield from every_parser(child)
+
+
+def test_every_help_starts_with_what_the_command_does() -> None:
+    """Issue 29: `kvspec fixtures verify --help`, `fixtures generate --help` and the spec commands' had no description."""
+    parsers = list(every_parser(cli.build_parser()))
+    assert len(parsers) == 15  # kvspec, its eight commands, and the three actions each of fixtures and spec
+    for parser in parsers:
+        assert parser.description, parser.prog
+        after_usage = " ".join(parser.format_help().split("\n\n", 1)[1].split())
+        assert after_usage.startswith(" ".join(parser.description.split())), parser.prog

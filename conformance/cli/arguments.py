@@ -55,7 +55,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def subcommand(parent: Any, name: str, done: str, finding: str = "", **texts: str) -> Parser:
-    """A subcommand whose --help ends with its exit statuses."""
+    """A subcommand whose --help starts with what it does (its help line in the list of commands,
+    unless it has a description of its own) and ends with its exit statuses."""
+    texts.setdefault("description", texts["help"])
     return parent.add_parser(name, epilog=EXIT_STATUS.format(done=done, finding=f"3 {finding}; " if finding else ""), **texts)
 
 
