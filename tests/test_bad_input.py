@@ -4,7 +4,7 @@ arguments, bad output targets, broken fixture corpora, bad hunts, a bad environm
 interrupted by SIGINT and SIGTERM.
 
 Each case runs in a temporary folder of its own, as the current directory, in a session of its
-own, and asserts the rules of README.md ("Exit status" and the `kvspec replay` bullets):
+own, and asserts the rules of docs/cli.md ("Exit status" and the `kvspec replay` bullets):
 
 - the exit status (0 done; 1 bad input or a failure to run; 3 a finding; 130 and 143 after SIGINT
   and SIGTERM);

@@ -107,7 +107,8 @@ def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementa
         assert canonical(case) == path.read_text(encoding="utf-8")
         ids.append(case["id"])
     assert sorted(ids) == sorted(set(ids)) == sorted(entry["id"] for entry in read_manifest(CORPUS))
-    quoted = {m.group(0) for doc in ("README.md", "spec/fixtures.md") for m in re.finditer(rf"\b{ID_PATTERN}\b", (ROOT / doc).read_text())}
+    quoted = {m.group(0) for doc in ("README.md", "docs/cli.md", "spec/fixtures.md")
+              for m in re.finditer(rf"\b{ID_PATTERN}\b", (ROOT / doc).read_text())}
     assert quoted and sorted(quoted - set(ids)) == []  # the ids the docs give as examples are the corpus's
     assert [adapter_name(a) for a in ("in-process:kvspec.conformance.galleries.mutants:freq_not_saturated", "cmd:node examples/js/server.js",
                                       "python:docs/certifications/s3fifo-pypi/adapter.py:adapter", "python:my.module:adapter", "reference")] == [

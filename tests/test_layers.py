@@ -1,6 +1,6 @@
 """Dependencies point one way (issue 13): the reference imports nothing of kvspec's above it, the
 adapters nothing of the conformance tooling, each package of the conformance tooling only those
-below it (README's folder table), and no modules import each other in a circle, lazy imports
+below it (docs/development.md's folder table), and no modules import each other in a circle, lazy imports
 inside functions included (they hide a cycle from Python, not from a reader)."""
 
 import ast
