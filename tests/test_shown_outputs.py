@@ -96,3 +96,11 @@ def test_the_comparison_masks_times_and_rates_and_sees_any_other_difference() ->
     assert matches(("a, ..., z",), ["a, b, c, z"])
     assert not matches(("2 counterexamples in 3.5 s",), ["1 counterexample in 3.5 s"])
     assert not matches(("a", "b"), ["a"])
+
+
+def test_the_readme_starts_with_what_to_type() -> None:
+    """Issue 29: the README's first screen has the two set-up commands and a certification, and the README is short."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    first = "\n".join(lines[:40])
+    assert "pip install -q . && .venv/bin/kvspec replay" in first and ".venv/bin/python -m pytest" in first
+    assert "$ kvspec certify" in first and len(lines) <= 150
