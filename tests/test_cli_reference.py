@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvspec.conformance import cli
+from kvspec.reference.dialects.catalogue import KNOWN_DIALECTS
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "cli.md"
@@ -59,3 +60,9 @@ def test_the_check_sees_a_missing_and_an_unknown_option() -> None:
     page = "    kvspec replay [--policy P] [--nosuch]\n                  [--capacity N]\n    kvspec certify --adapter A\n"
     assert synopsis_options(page, "kvspec replay") == {"--policy", "--nosuch", "--capacity"}
     assert synopsis_options(page, "kvspec sweep") is None
+
+
+def test_the_reference_names_every_known_dialect() -> None:
+    """Issue 29: the README's replay section named 4 of the 14 dialects `--dialect` takes."""
+    page = REFERENCE.read_text(encoding="utf-8")
+    assert sorted(name for name in KNOWN_DIALECTS if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", page)) == []
