@@ -88,15 +88,24 @@ def test_PROTO_32_a_dialect_without_a_name_is_its_variation_points(tmp_path: Pat
     path = changed(tmp_path, CERTIFICATIONS / "vllm" / "dialect" / "report.json", lru={"dialect": ["path-ids", "hit-cap-last-token"]})
     assert shown(path, capsys) == {"schemaVersion": 1, "label": "kvspec", "message": "lru: dialect path-ids + hit-cap-last-token",
                                    "color": "yellow"}
-    path = changed(tmp_path, CERTIFICATIONS / "vllm" / "dialect" / "report.json", lru={"conforms": False})
-    assert shown(path, capsys) == {"schemaVersion": 1, "label": "kvspec", "message": "lru: does not conform to dialect vllm", "color": "red"}
+
+
+def test_PROTO_32_DIALECT_8_not_conforming_to_a_dialect_is_red_unless_the_search_found_another(tmp_path: Path, capsys: Any) -> None:
+    against = CERTIFICATIONS / "vllm" / "dialect" / "report.json"
+    path = changed(tmp_path, against, lru={"conforms": False})
+    assert shown(path, capsys) == {"schemaVersion": 1, "label": "kvspec", "message": "lru: does not conform to dialect vllm",
+                                   "color": "red"}
+    found = json.loads((CERTIFICATIONS / "vllm" / "report.json").read_text())["policies"][0]["found"]  # found from the canonical spec
+    path = changed(tmp_path, against, lru={"conforms": False, "dialect": ["path-ids"], "found": found})
+    assert shown(path, capsys) == {"schemaVersion": 1, "label": "kvspec", "message": "lru: dialect vllm", "color": "yellow"}
 
 
 def test_PROTO_32_a_dialect_found_but_for_faults_does_not_conform(tmp_path: Path, capsys: Any) -> None:
     lmcache = json.loads((CERTIFICATIONS / "lmcache" / "report.json").read_text())
     fifo = next(v for v in lmcache["policies"] if v["policy"] == "fifo")
-    path = changed(tmp_path, CERTIFICATIONS / "lmcache" / "report.json", fifo={"found": {**fifo["found"], "unexplained": ["PROTO-15: a hang"]}})
-    assert shown(path, capsys)["message"] == "lru, fifo: does not conform"
+    hanging = {**fifo["found"], "unexplained": ["PROTO-15: a hang"]}
+    path = changed(tmp_path, CERTIFICATIONS / "lmcache" / "report.json", fifo={"found": hanging})
+    assert shown(path, capsys) == {"schemaVersion": 1, "label": "kvspec", "message": "lru, fifo: does not conform", "color": "red"}
 
 
 def test_PROTO_32_faults_outside_the_policies_are_red(tmp_path: Path, capsys: Any) -> None:
@@ -135,7 +144,8 @@ def bad_reports(tmp_path: Path) -> list[tuple[Path, Path, str]]:
             (tmp_path / "not-json", tmp_path / "not-json" / "report.json", "not a certification report of this kvspec"),
             (tmp_path / "no-field" / "report.json", tmp_path / "no-field" / "report.json", "seed: Field required"),
             (tmp_path / "old-spec", tmp_path / "old-spec" / "report.json", "certifies against spec 0.0.9, and this kvspec's is"),
-            (tmp_path / "unknown-variation", tmp_path / "unknown-variation" / "report.json", "'gone-point', which spec/dialects.md does not have")]
+            (tmp_path / "unknown-variation", tmp_path / "unknown-variation" / "report.json",
+             "'gone-point', which spec/dialects.md does not have")]
 
 
 def test_PROTO_32_PROTO_30_a_bad_report_is_one_line_naming_the_file_and_nothing_is_written(tmp_path: Path, capsys: Any) -> None:

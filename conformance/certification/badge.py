@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.report import FoundDialect, PolicyVerdict, Report, plural
+from kvspec.conformance.certification.report import PolicyVerdict, Report, plural
 from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
 
@@ -34,8 +34,10 @@ class Badge(BaseModel):
 
 
 def read_report(given: Path) -> Report:
-    """REPORT as `kvspec badge` takes it: a folder of `kvspec certify --report`, or its report.json;
-    a report of another spec version is refused (PROTO-32: its verdict is not this spec's)."""
+    """REPORT as `kvspec badge` takes it: a folder of `kvspec certify --report`, or its report.json.
+    PROTO-32: one this kvspec cannot vouch for is refused: not there, not matching its schema, of
+    another spec version (its verdict is not this spec's), or naming a variation point that
+    spec/dialects.md no longer has."""
     path = given / "report.json" if given.is_dir() else given
     try:
         report = Report.model_validate_json(path.read_bytes())
@@ -69,39 +71,41 @@ def dialects_of(verdict: PolicyVerdict) -> list[str]:
 
 
 def badge(report: Report) -> Badge:
-    """PROTO-32: the verdict of each policy; the colour of the worst."""
-    verdicts = [(verdict.policy, verdict_of(verdict)) for verdict in report.policies]
+    """PROTO-32: each policy's verdict, those with the same one together; then the faults outside
+    them. The colour is that of the worst."""
+    verdicts = [verdict_of(verdict) for verdict in report.policies]
     groups: dict[str, list[str]] = {}
-    for policy, said in verdicts:
-        groups.setdefault(said, []).append(policy)
-    parts = [f"{', '.join(policies)} {'conform' if len(policies) > 1 else CONFORMS}" if said == CONFORMS else f"{', '.join(policies)}: {said}"
-             for said, policies in groups.items()]
+    for verdict, said in zip(report.policies, verdicts, strict=True):
+        groups.setdefault(said, []).append(verdict.policy)
+    parts = [together(policies, said) for said, policies in groups.items()]
+    faults = plural(len(report.faults), "fault")
     if report.faults:
-        parts.append(plural(len(report.faults), "fault") if parts else f"does not conform ({plural(len(report.faults), 'fault')})")
-    if not parts:
-        parts.append("no policy certified")
-    if not verdicts or report.faults or any(said.startswith("does not conform") for _, said in verdicts):
+        parts.append(faults if parts else f"does not conform ({faults})")
+    if not verdicts or report.faults or any(said.startswith("does not conform") for said in verdicts):
         colour: Colour = "red"
     else:
-        colour = "brightgreen" if all(said == CONFORMS for _, said in verdicts) else "yellow"
-    return Badge(schemaVersion=1, label="kvspec", message="; ".join(parts), color=colour)
+        colour = "brightgreen" if all(said == CONFORMS for said in verdicts) else "yellow"
+    return Badge(schemaVersion=1, label="kvspec", message="; ".join(parts) or "no policy certified", color=colour)
+
+
+def together(policies: list[str], said: str) -> str:
+    """Policies with one verdict: "s3fifo, lru conform", "lru conforms", "lru, fifo: dialect sglang"."""
+    if said == CONFORMS:
+        return f"{', '.join(policies)} {'conform' if len(policies) > 1 else CONFORMS}"
+    return f"{', '.join(policies)}: {said}"
 
 
 def verdict_of(verdict: PolicyVerdict) -> str:
     """One policy's verdict: conforms (to the canonical spec), the dialect it conforms to (the one
-    certified against, else the one --find-dialect found, but for no fault it set aside), or does
-    not conform (to the dialect certified against)."""
+    certified against, else the one --find-dialect found for it, DIALECT-8, but for no fault set
+    aside), or does not conform (to the dialect certified against, if any). A search that found the
+    canonical spec (it conformed when certified again) leaves the verdict as it was."""
     if verdict.conforms:
         return f"dialect {dialect_name(verdict.policy, verdict.dialect)}" if verdict.dialect else CONFORMS
-    if not verdict.dialect and explained(verdict.found):
-        assert verdict.found is not None and verdict.found.dialect
-        return f"dialect {dialect_name(verdict.policy, verdict.found.dialect)}"
+    found = verdict.found
+    if found is not None and found.dialect and not found.unexplained:
+        return f"dialect {dialect_name(verdict.policy, found.dialect)}"
     return "does not conform" + (f" to dialect {dialect_name(verdict.policy, verdict.dialect)}" if verdict.dialect else "")
-
-
-def explained(found: FoundDialect | None) -> bool:
-    """DIALECT-8: a dialect was found, under which the policy conforms, with no fault set aside."""
-    return found is not None and bool(found.dialect) and not found.unexplained
 
 
 def dialect_name(policy: str, variations: list[str]) -> str:
