@@ -1,8 +1,9 @@
 """The ``kvspec`` command line: one module per command (replay, sweep, compare, certify, campaign,
 badge, fixtures verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and
-collect, spec schemas and annotate), and what they share (arguments, interruption, jobs, progress, spool). Each
-command's module says what its arguments are and calls the package that does the work, which it
-imports as it runs: building the parser and printing help load none of it (tests/test_startup.py)."""
+collect, spec schemas and annotate), and what they share (arguments, interruption, jobs, progress,
+spool). Each command's module says what its arguments are and calls the package that does the work,
+which it imports as it runs: building the parser and printing help load none of it
+(tests/test_startup.py)."""
 
 import argparse
 import shlex

@@ -24,13 +24,11 @@ def add(commands: Any) -> None:
 
 def run_badge(args: argparse.Namespace) -> None:
     from kvspec.conformance.certification.badge import badge, read_report
-    from kvspec.conformance.core.output import model_json
+    from kvspec.conformance.core.output import model_json, write_text, written_whole
 
     text = model_json(badge(read_report(args.report)), indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
         return
-    from kvspec.conformance.core.output import write_text, written_whole
-
     with written_whole(args.output, "--output") as temporary:
         write_text(temporary, text)

@@ -19,7 +19,8 @@ def add(commands: Any) -> None:
     actions = derived.add_subparsers(dest="action", required=True)
     schemas = subcommand(actions, "schemas", "the schemas are written",
                          help="write every JSON Schema (the adapter protocol's messages, the fixture format, the certification "
-                         "report and its badge) and manifest.json, their list; remove only the schemas an earlier manifest lists that are gone")
+                         "report and its badge) and manifest.json, their list; remove only the schemas an earlier manifest lists that "
+                         "are gone")
     schemas.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/schemas"), help="default: spec/schemas")
     schemas.set_defaults(handler=run_schemas, folders={"directory": ""})
     annotate = subcommand(actions, "annotate", "the annotated spec is written",
