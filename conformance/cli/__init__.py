@@ -1,8 +1,9 @@
 """The ``kvspec`` command line: one module per command (replay, sweep, compare, certify, campaign,
-fixtures verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and collect,
-spec schemas and annotate), and what they share (arguments, interruption, jobs, progress, spool). Each
-command's module says what its arguments are and calls the package that does the work, which it
-imports as it runs: building the parser and printing help load none of it (tests/test_startup.py)."""
+badge, fixtures verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and
+collect, spec schemas and annotate), and what they share (arguments, interruption, jobs, progress,
+spool). Each command's module says what its arguments are and calls the package that does the work,
+which it imports as it runs: building the parser and printing help load none of it
+(tests/test_startup.py)."""
 
 import argparse
 import shlex
@@ -18,7 +19,7 @@ from kvspec.reference import SPEC_VERSION, KvspecError
 
 # Each command and the module that adds it, in --help's order.
 COMMANDS = {"replay": "replay", "sweep": "sweep", "compare": "compare", "certify": "certify", "campaign": "campaign",
-            "fixtures": "fixtures", "hunt": "hunt", "spec": "maintainers"}
+            "badge": "badge", "fixtures": "fixtures", "hunt": "hunt", "spec": "maintainers"}
 
 
 def build_parser(command: str | None = None) -> Parser:

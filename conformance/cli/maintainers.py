@@ -18,8 +18,9 @@ def add(commands: Any) -> None:
                          "the certifications' matrix)")
     actions = derived.add_subparsers(dest="action", required=True)
     schemas = subcommand(actions, "schemas", "the schemas are written",
-                         help="write every JSON Schema (the adapter protocol's messages, the fixture format and the certification "
-                         "report) and manifest.json, their list; remove only the schemas an earlier manifest lists that are gone")
+                         help="write every JSON Schema (the adapter protocol's messages, the fixture format, the certification "
+                         "report and its badge) and manifest.json, their list; remove only the schemas an earlier manifest lists that "
+                         "are gone")
     schemas.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("spec/schemas"), help="default: spec/schemas")
     schemas.set_defaults(handler=run_schemas, folders={"directory": ""})
     annotate = subcommand(actions, "annotate", "the annotated spec is written",
@@ -86,11 +87,11 @@ def schema_texts() -> dict[str, str]:
     """Every JSON Schema kvspec publishes, by its path under spec/schemas/ (each written by
     adapters/protocol.py's schema_text)."""
     from kvspec.adapters import protocol
-    from kvspec.conformance.certification import campaign, keep_going, report
+    from kvspec.conformance.certification import badge, campaign, keep_going, report
     from kvspec.conformance.fixtures import format as fixture_format
 
     return {**{f"adapter/{name}": text for name, text in protocol.schema_texts().items()}, **fixture_format.schema_texts(), **report.schema_texts(),
-            **keep_going.schema_texts(), **campaign.schema_texts()}
+            **keep_going.schema_texts(), **campaign.schema_texts(), **badge.schema_texts()}
 
 
 SCHEMAS_MANIFEST = "manifest.json"
