@@ -359,7 +359,7 @@ def every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 def test_every_help_starts_with_what_the_command_does() -> None:
     """Issue 29: `kvspec fixtures verify --help`, `fixtures generate --help` and the spec commands' had no description."""
     parsers = list(every_parser(cli.build_parser()))
-    assert len(parsers) == 15  # kvspec, its eight commands, and the three actions each of fixtures and spec
+    assert len(parsers) == 16  # kvspec, its nine commands, and the three actions each of fixtures and spec
     for parser in parsers:
         assert parser.description, parser.prog
         after_usage = " ".join(parser.format_help().split("\n\n", 1)[1].split())
