@@ -1,12 +1,16 @@
 """Kit adapters of cachetools (docs/certifications/cachetools/adapter.py) with one thing changed,
 for tests/test_adapter_kit.py: each is what a user of the kit could write."""
 
-import sys
+import importlib.util
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "certifications" / "cachetools"))
-from adapter import Cachetools  # noqa: E402 -- the published adapter, by its path
+PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "certifications" / "cachetools" / "adapter.py"
+_spec = importlib.util.spec_from_file_location("cachetools_adapter", PUBLISHED)  # by its path: every published adapter is adapter.py
+assert _spec is not None and _spec.loader is not None
+_published = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_published)
+Cachetools = _published.Cachetools
 
 
 class CapacityChecked(Cachetools):
