@@ -215,8 +215,8 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     capacities = list(dict.fromkeys(side.capacity_bytes / GIB for side in result.sides))
     draw_ceilings(rate, capacities, [100 * o.hit_rate if o.total_prompt_tokens else math.nan for o in result.offline_optimum],
                   100 * result.unbounded_hit_rate)
-    for axes, title, label in ((rate, "Hit rate, under its two ceilings", "hit rate (% of prompt tokens)"),
-                               (saved, "Prefill time the hits save", f"saved prefill (modelled seconds, {result.model})"),
+    for axes, title, label in ((rate, "Hit rate of each policy", "hit rate (% of prompt tokens)"),
+                               (saved, "Prefill time each policy saves", f"saved prefill (modelled seconds, {result.model})"),
                                (gain, "Each hit rate against canonical LRU's", "hit rate minus canonical LRU's (percentage points)")):
         axes.set_xscale("log", base=2)
         axes.set_xticks(sorted(capacities), [f"{capacity:g}" for capacity in sorted(capacities)])

@@ -126,7 +126,7 @@ def plot(result: Sweep, path: Path) -> None:
     axes.set_ylabel("hit rate (% of prompt tokens)")
     axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}{in_dialect(result)}")
     axes.grid(True, which="major", alpha=0.3)
-    legend_outside(drawn, axes, fontsize="small" if named else None)
+    legend_outside(drawn, axes, loc="outside right center", fontsize="small" if named else None)  # clear of the title
     save(drawn, path)
 
 
