@@ -54,7 +54,7 @@ def draw_ceilings(axes: Any, capacities: list[float], optimum: list[float], neve
     axes.set_ylim(low, high)
     axes.plot(capacities, optimum, scaley=False, **OFFLINE_OPTIMUM)
     for capacity, rate in zip(capacities, optimum, strict=True):
-        if rate > high:  # at the first or last capacity, the note's end there: centred, it would cross the panel's edge
+        if rate > high:  # at the first or last capacity the note starts or ends there: centred, it crossed the panel's edge
             align = "left" if capacity == min(capacities) else "right" if capacity == max(capacities) else "center"
             axes.annotate(f"{rate:.1f} % \N{UPWARDS ARROW}", (capacity, high), xytext=(0, -2), textcoords="offset points",
                           ha=align, va="top", fontsize="small")

@@ -325,7 +325,7 @@ def plot_ablation(result: Ablation, path: Path) -> None:
         panel.set_xlabel("hit rate minus the canonical S3FIFO's (percentage points)")
         panel.set_title(on_trace(trace.trace).strip() or "on the trace given")  # a trace not bundled: no file name in a title
         panel.grid(True, axis="x", alpha=0.3)
-    drawn.legend(*panels[0].get_legend_handles_labels(), title="capacity", loc="outside lower center", ncols=len(result.capacities))
+    legend_outside(drawn, panels[0], loc="outside lower center", title="capacity", ncols=len(result.capacities))
     drawn.suptitle("Each S3FIFO variation point alone, and each known dialect whole, against the canonical S3FIFO\n"
                    f"(blocks of {result.block_size:,} tokens, small_ratio {result.small_ratio}, max_freq {result.max_freq}; "
                    "the difference is drawn linear within ±1 point, logarithmic beyond)")
