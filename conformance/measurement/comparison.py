@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn
 from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
-from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
+from kvspec.conformance.measurement.plots import POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside, on_trace, save
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
@@ -51,23 +51,26 @@ def table(result: Comparison) -> str:
 
 
 def plot(result: Comparison, path: Path) -> None:
-    """Saved cost and bytes written, the policy's point beside LRU's for each trace, written whole
-    to ``path``. Points, not bars: a bar on the log scale of bytes written would start nowhere."""
-    drawn, (saved, written) = figure(2, (11, 4.2))
+    """Saved cost and bytes written, the policy's point beside LRU's for each trace, each panel
+    titled, the legend below them; written whole to ``path``. Points, not bars: a bar on the log
+    scale of bytes written would start nowhere."""
+    drawn, (saved, written) = figure(2, (11, 4.6))
     positions = range(len(result.rows))
     names = [f"{row.trace}, {row.capacity_bytes / 2**20:g} MiB" for row in result.rows]
-    for axes, field, scale, label in ((saved, "saved", 1.0, "saved cold-prefill cost (the seeded traces' cost units)"),
-                                      (written, "bytes_written", 2.0**20, "bytes written (MiB, log scale)")):
+    for axes, field, scale, title, label in (
+            (saved, "saved", 1.0, "Cold-prefill cost the cache saves", "saved cold-prefill cost (the seeded traces' cost units)"),
+            (written, "bytes_written", 2.0**20, "Bytes the cache writes", "bytes written (MiB, log scale)")):
         for side, offset in (("policy", -0.12), ("lru", 0.12)):
             axes.plot([getattr(getattr(row, side), field) / scale for row in result.rows], [p + offset for p in positions],
                       linestyle="none", markersize=8, **POLICY_STYLES["benefit" if side == "policy" else "lru"])
         axes.set_yticks(list(positions), names if axes is saved else [])
         axes.set_ylim(len(names) - 0.5, -0.5)  # the first trace at the top
         axes.set_xlabel(label)
+        axes.set_title(title)
         axes.grid(True, axis="x", alpha=0.3)
     saved.xaxis.set_major_formatter("{x:,.0f}")
     written.set_xscale("log")
-    saved.legend()
+    legend_outside(drawn, saved, loc="outside lower center", ncols=2)
     drawn.suptitle("The benefit policy against LRU at the same byte capacity, on the seeded traces")
     save(drawn, path)
 
@@ -196,9 +199,10 @@ def dialect_styles(result: TraceComparison) -> dict[tuple[str, str], dict[str, o
 
 def plot_trace(result: TraceComparison, path: Path) -> None:
     """Hit rate and saved prefill against capacity, one line per policy (and per dialect's policy),
-    under the offline optimum and a cache that never evicts (hit rate only: neither is a ceiling of
-    saved prefill), and each hit rate less canonical LRU's, where lines a point apart on the first
-    panel's scale are told apart; written whole to ``path``. The legend stands beside the panels."""
+    the hit rate under the offline optimum and a cache that never evicts (noted where above the
+    policies' range; neither is a ceiling of saved prefill), and each hit rate minus canonical LRU's,
+    where lines a point apart on the first panel's scale are told apart; each panel titled, the
+    legend beside them; written whole to ``path``."""
     drawn, (rate, saved, gain) = figure(3, (17, 4.8))
     lines = [(POLICY_STYLES[policy], [side for side in result.sides if side.policy == policy]) for policy in PREFIX_POLICIES]
     lines += [(style, [d.side for d in result.dialect_sides if (d.dialect, d.side.policy) == key]) for key, style in dialect_styles(result).items()]
@@ -209,18 +213,18 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
         saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **style)
         gain.plot(gib, [100 * (hit_rate(side) - lru[side.capacity_bytes]) for side in sides], **style)
     capacities = list(dict.fromkeys(side.capacity_bytes / GIB for side in result.sides))
-    rate.plot(capacities, [100 * o.hit_rate if o.total_prompt_tokens else math.nan for o in result.offline_optimum], **OFFLINE_OPTIMUM)
-    ceiling = 100 * result.unbounded_hit_rate
-    rate.axhline(ceiling, label=f"a cache that never evicts ({ceiling:.1f} %)", **NEVER_EVICTS)
-    for axes, label in ((rate, "hit rate (% of prompt tokens)"), (saved, f"saved prefill (modelled seconds, {result.model})"),
-                        (gain, "hit rate less canonical LRU's (percentage points)")):
+    draw_ceilings(rate, capacities, [100 * o.hit_rate if o.total_prompt_tokens else math.nan for o in result.offline_optimum],
+                  100 * result.unbounded_hit_rate)
+    for axes, title, label in ((rate, "Hit rate of each policy", "hit rate (% of prompt tokens)"),
+                               (saved, "Prefill time each policy saves", f"saved prefill (modelled seconds, {result.model})"),
+                               (gain, "Each hit rate against canonical LRU's", "hit rate minus canonical LRU's (percentage points)")):
         axes.set_xscale("log", base=2)
         axes.set_xticks(sorted(capacities), [f"{capacity:g}" for capacity in sorted(capacities)])
         axes.minorticks_off()
         axes.set_xlabel("capacity (GiB, log scale)")
         axes.set_ylabel(label)
+        axes.set_title(title)
         axes.grid(True, alpha=0.3)
-    handles, labels = rate.get_legend_handles_labels()
-    gain.legend(handles, labels, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    legend_outside(drawn, rate, fontsize="small")
     drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}")
     save(drawn, path)

@@ -1,6 +1,7 @@
 """The plots of `kvspec sweep` and `kvspec compare`: each policy in the same colour and marker in every figure,
-drawn without a display (matplotlib is the optional extra kvspec[plot], imported only to draw),
-and written whole or not at all."""
+each panel titled, its axes fitted to the policies' values, its legend outside the panels where it
+hides nothing; drawn without a display (matplotlib is the optional extra kvspec[plot], imported
+only to draw), and written whole or not at all."""
 
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,37 @@ BUNDLED_TRACES = {"conversation_trace.jsonl.gz": "the Mooncake conversation trac
 def on_trace(name: str) -> str:
     """What a title says of the trace: the bundled ones by what they are, never a file name."""
     return f" on {BUNDLED_TRACES[name]}" if name in BUNDLED_TRACES else ""
+
+
+# Above the policies' values, the room a hit-rate panel keeps for the notes of the ceilings beyond them (a share of its range).
+NOTE_ROOM = 0.06
+
+
+def draw_ceilings(axes: Any, capacities: list[float], optimum: list[float], never_evicts: float) -> None:
+    """The offline optimum at each capacity and a cache that never evicts (hit rates in %) on a panel
+    whose y-range the policies' lines, drawn before, decide: a ceiling far above the policies would
+    squeeze them into a band of the axis. What lies above is not drawn by stretching the axis but
+    noted: each point of the optimum by its value at the top edge, the never-evicting cache in the legend."""
+    axes.autoscale_view()  # the policies' values, with matplotlib's margins
+    low, high = axes.get_ylim()
+    if any(rate > high for rate in [*optimum, never_evicts]):
+        high += NOTE_ROOM * (high - low)
+    axes.set_ylim(low, high)
+    axes.plot(capacities, optimum, scaley=False, **OFFLINE_OPTIMUM)
+    for capacity, rate in zip(capacities, optimum, strict=True):
+        if rate > high:  # at the first or last capacity the note starts or ends there: centred, it crossed the panel's edge
+            align = "left" if capacity == min(capacities) else "right" if capacity == max(capacities) else "center"
+            axes.annotate(f"{rate:.1f} % \N{UPWARDS ARROW}", (capacity, high), xytext=(0, -2), textcoords="offset points",
+                          ha=align, va="top", fontsize="small")
+    if never_evicts > high:
+        axes.plot([], [], label=f"a cache that never evicts ({never_evicts:.1f} %, above the axis)", **NEVER_EVICTS)
+    else:
+        axes.axhline(never_evicts, label=f"a cache that never evicts ({never_evicts:.1f} %)", **NEVER_EVICTS)
+
+
+def legend_outside(drawn: Any, axes: Any, loc: str = "outside right upper", **options: Any) -> None:
+    """The legend of ``axes``' lines, outside the panels (to their right unless ``loc`` says), where it hides no point."""
+    drawn.legend(*axes.get_legend_handles_labels(), loc=loc, **options)
 
 
 def figure(columns: int = 1, size: tuple[float, float] = (7, 4.5)) -> tuple[Any, Any]:

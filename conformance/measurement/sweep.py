@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, replayed
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
-from kvspec.conformance.measurement.plots import NEVER_EVICTS, OFFLINE_OPTIMUM, POLICY_STYLES, dialect_style, figure, on_trace, save
+from kvspec.conformance.measurement.plots import (NEVER_EVICTS, POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside,
+                                                  on_trace, save)
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
 from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
@@ -106,8 +107,9 @@ def sweep(
 
 def plot(result: Sweep, path: Path) -> None:
     """Hit rate against capacity, one line per policy, under the offline optimum and the hit rate
-    of a cache that never evicts; written whole to ``path`` (PNG, SVG or PDF)."""
-    drawn, axes = figure()
+    of a cache that never evicts (noted where above the policies' range); the legend beside the
+    panel; written whole to ``path`` (PNG, SVG or PDF)."""
+    drawn, axes = figure(size=(10, 4.5))
     lines = dict.fromkeys((point.beside, point.result.policy) for point in result.points)
     named = list(dict.fromkeys(name for name, _ in lines if name is not None))
     for name, policy in lines:
@@ -115,19 +117,16 @@ def plot(result: Sweep, path: Path) -> None:
         style = POLICY_STYLES[policy] if name is None else dialect_style(policy, name, named.index(name))
         axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **style)
     optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
-    axes.plot([o.cache_capacity_blocks for o in optima], [100 * o.hit_rate for o in optima], **OFFLINE_OPTIMUM)
-    ceiling = 100 * result.unbounded_hit_rate
-    axes.axhline(ceiling, label=f"a cache that never evicts ({ceiling:.1f} %)", **NEVER_EVICTS)
-    capacities = sorted({o.cache_capacity_blocks for o in result.offline_optimum})
+    capacities = [o.cache_capacity_blocks for o in optima]
+    draw_ceilings(axes, capacities, [100 * o.hit_rate for o in optima], 100 * result.unbounded_hit_rate)
     axes.set_xscale("log", base=2)
     axes.set_xticks(capacities, [f"{capacity:,}" for capacity in capacities])
     axes.minorticks_off()
     axes.set_xlabel(f"capacity (blocks of {result.points[0].result.block_size:,} tokens, log scale)")  # one block size a sweep
     axes.set_ylabel("hit rate (% of prompt tokens)")
-    axes.set_ylim(bottom=0)
     axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}{in_dialect(result)}")
     axes.grid(True, which="major", alpha=0.3)
-    axes.legend(fontsize="small" if named else None)
+    legend_outside(drawn, axes, loc="outside right center", fontsize="small" if named else None)  # clear of the title
     save(drawn, path)
 
 
@@ -324,9 +323,9 @@ def plot_ablation(result: Ablation, path: Path) -> None:
         panel.set_xticks([t for t in SYMLOG_TICKS if low <= t <= high], [f"{t:+g}" if t else "0" for t in SYMLOG_TICKS if low <= t <= high])
         panel.minorticks_off()
         panel.set_xlabel("hit rate minus the canonical S3FIFO's (percentage points)")
-        panel.set_title(on_trace(trace.trace).strip())
+        panel.set_title(on_trace(trace.trace).strip() or "on the trace given")  # a trace not bundled: no file name in a title
         panel.grid(True, axis="x", alpha=0.3)
-    drawn.legend(*panels[0].get_legend_handles_labels(), title="capacity", loc="outside lower center", ncols=len(result.capacities))
+    legend_outside(drawn, panels[0], loc="outside lower center", title="capacity", ncols=len(result.capacities))
     drawn.suptitle("Each S3FIFO variation point alone, and each known dialect whole, against the canonical S3FIFO\n"
                    f"(blocks of {result.block_size:,} tokens, small_ratio {result.small_ratio}, max_freq {result.max_freq}; "
                    "the difference is drawn linear within ±1 point, logarithmic beyond)")
