@@ -16,7 +16,7 @@ LARGE = 2**40  # blocks past what these caches can hold
 
 
 class AcceptsCapacity0(CanonicalS3FIFO):
-    """Accepts capacity 0 and then fails on every insert, as cachetools 8.0.2's LRUCache(maxsize=0)
+    """Accepts capacity 0 and then fails on every insert, as cachetools 8.0.0's LRUCache(maxsize=0)
     does (cachetools/__init__.py:65, Cache.__setitem__: ``if maxsize < 1: raise ValueError("value
     too large")``): breaks REPLAY-CONF-1."""
 
