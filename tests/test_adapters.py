@@ -45,7 +45,7 @@ from kvspec.reference.benefit import BenefitConfig, CostSample
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
-TEST_FILES = ("test_adapters.py", "test_faults.py", "test_hostile_implementations.py")  # together they name every PROTO clause
+TEST_FILES = ("test_adapters.py", "test_faults.py", "test_hostile_implementations.py", "test_badge.py")  # together they name every PROTO clause
 SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
 
 
@@ -72,12 +72,14 @@ def proto_clauses() -> list[str]:
 
 
 def test_every_PROTO_clause_is_cited_by_the_adapters_and_named_by_a_test() -> None:
-    """Like tests/test_spec.py for the other specs: ids in order, each cited in adapters/ and
-    named literally here or in tests/test_faults.py (in a test name or a docstring), and no id
-    cited that the spec lacks."""
+    """Like tests/test_spec.py for the other specs: ids in order, each cited by the code that
+    implements it (adapters/ the protocol; conformance/ what kvspec makes of a run, such as the
+    report's verdict and its badge) and named literally here or in tests/test_faults.py (in a test
+    name or a docstring), and no id cited that the spec lacks."""
     clauses = proto_clauses()
     assert clauses == [f"PROTO-{n}" for n in range(1, len(clauses) + 1)]
-    code = set(re.findall(r"\bPROTO-\d+\b", "\n".join(p.read_text() for p in sorted((ROOT / "adapters").glob("*.py")))))
+    sources = sorted((ROOT / "adapters").glob("*.py")) + sorted((ROOT / "conformance").rglob("*.py"))
+    code = set(re.findall(r"\bPROTO-\d+\b", "\n".join(p.read_text() for p in sources)))
     tests = set(re.findall(r"\bPROTO-\d+\b", "\n".join(Path(__file__).with_name(name).read_text() for name in TEST_FILES).replace("_", "-")))
     assert sorted(set(clauses) - code) == []
     assert sorted(set(clauses) - tests) == []
