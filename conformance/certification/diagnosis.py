@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.wire import config_json
 from kvspec.conformance.core.citations import cited
+from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Request
 from kvspec.conformance.galleries.mutants import MUTANT_CLASSES, CanonicalS3FIFO, is_int
 from kvspec.reference import S3FIFO, ConfigError, ReplayConfig, make_policy
@@ -399,7 +400,7 @@ def hit_token_diagnosis(config: AdapterConfig, request: Request, resident: set[i
     anywhere = len(set(hash_ids) & resident)
     if anywhere != k and actual == hit_tokens(anywhere, block_size, input_length):
         found.append("REPLAY-PREFIX-2")  # resident blocks counted past the first miss
-    evidence = f"; the longest resident prefix is {k} blocks"
+    evidence = f"; the longest resident prefix is {plural(k, 'block')}"
     if len(found) == 1:
         return named(*found, evidence=evidence)
     return consistent(*(found or own(config.policy, ["REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-HIT-1", "S3-QUEUE-3"])), evidence=evidence)

@@ -31,6 +31,7 @@ from kvspec.conformance.certification.diagnosis import (
     resident_count_diagnosis,
     results_diagnosis,
 )
+from kvspec.conformance.core.output import plural
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import CapRepair, Decision, Victims
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole
@@ -216,7 +217,7 @@ class Lockstep:
         actual = adapter.hit_tokens(hash_ids, input_length)
         if actual != expected:
             self.found(self.diverge(self.diagnosed(lambda: self.hit_token_diagnosis(before, actual)),
-                                    f"{where}: expected {expected} hit tokens, got {actual}", expected, actual))
+                                    f"{where}: expected {plural(expected, 'hit token')}, got {actual}", expected, actual))
         elif before is not None and adapter.snapshot() != before:
             self.found(self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
                                     adapter.snapshot()))

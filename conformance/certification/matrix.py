@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvspec.conformance.certification.report import PolicyVerdict, Report, plural
+from kvspec.conformance.certification.report import PolicyVerdict, Report
+from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.output import written_whole
 from kvspec.reference import KvspecError
 from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, replaced_clauses

@@ -19,7 +19,7 @@ from kvspec.conformance.certification.faults import Fault
 from kvspec.conformance.certification.lockstep import Divergence, configuration_fields, shown
 from kvspec.conformance.certification.machine import wide_knobs
 from kvspec.conformance.core.commands import reaching, shell_command
-from kvspec.conformance.core.output import model_json, write_text, written_whole
+from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import canonical
@@ -340,10 +340,6 @@ def which_counterexample(divergence: Divergence) -> str:
     if "PROTO-7" in divergence.clauses:
         return "the example that failed first (not deterministic, the implementation may answer it otherwise again)"
     return "the shrunk counterexample"
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def parts_of(outcome: Outcome) -> str:

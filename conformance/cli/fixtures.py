@@ -46,7 +46,8 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
     from kvspec.conformance.core.workloads import Pins
     from kvspec.conformance.fixtures.corpus import bundled_corpus
     from kvspec.conformance.fixtures.runner import verify
-    from kvspec.conformance.fixtures.verdicts import plural, shown, summary
+    from kvspec.conformance.core.output import plural
+    from kvspec.conformance.fixtures.verdicts import shown, summary
 
     Pins(max_capacity=args.max_capacity, max_block_size=args.max_block_size).check()  # as certify refuses them (REPLAY-CONF-1, REPLAY-CONF-2)
     directory, only = corpus_of(args.directory)

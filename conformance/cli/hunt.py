@@ -37,6 +37,7 @@ def add(commands: Any) -> None:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
+    from kvspec.conformance.core.output import plural
     from kvspec.conformance.hunt.search import BUDGET, DIFFS, MAX_SECONDS, hunt, record, shown_call
 
     targeted = bool(args.function or args.clause)
@@ -63,7 +64,3 @@ def run_hunt(args: argparse.Namespace) -> int:
     if recorded is not None:
         print(f"  {recorded} new, recorded in conformance/hunted.json (kvspec fixtures generate makes them fixtures)")
     return 3 if hunted.found else 0
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"

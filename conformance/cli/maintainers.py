@@ -54,7 +54,7 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
     """FIX-5; DIALECT-9: with a dialect, its replay cases alone, for the policies it names."""
     from kvspec.conformance.fixtures.corpus import generate, previous_corpus
     from kvspec.conformance.fixtures.replay_cases import replay_cases
-    from kvspec.conformance.fixtures.verdicts import plural
+    from kvspec.conformance.core.output import plural
 
     if args.dialect is None and not args.variation:
         entries = generate(args.directory)
@@ -77,7 +77,7 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
 
 def run_fixtures_collect(args: argparse.Namespace) -> None:
     from kvspec.conformance.fixtures.recorded import collect
-    from kvspec.conformance.fixtures.verdicts import plural
+    from kvspec.conformance.core.output import plural
 
     print(f"{plural(collect(args.reports), 'new counterexample')} in conformance/counterexamples.json (kvspec fixtures generate makes them "
           "fixtures)")

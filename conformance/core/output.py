@@ -172,6 +172,11 @@ def written_whole(given: Path, option: str = "") -> Iterator[Path]:
         raise
 
 
+def plural(count: int, noun: str) -> str:
+    """``count`` of ``noun``, as kvspec's messages give a count: "1 case", "1,024 blocks"."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def printable(text: str) -> str:
     """``text`` with each lone surrogate as its backslash escape (\\udcc3), as stderr writes it."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
