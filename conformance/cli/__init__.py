@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser, check_dialects
-from kvspec.conformance.cli.interruption import Interrupted, interrupted, unless_interrupted
+from kvspec.conformance.cli.interruption import Interrupted, delivered_again, interrupted, unless_interrupted
 from kvspec.conformance.core.streams import stdout_failure
 from kvspec.reference import SPEC_VERSION, KvspecError
 
@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, interrupted)
+    sys.unraisablehook = delivered_again
     try:
         try:
             args = build_parser(given[0] if given else None).parse_args(given)  # --help and --version write to standard output

@@ -1,6 +1,9 @@
 """SIGINT and SIGTERM: every implementation's process group ended, nothing half written, exit 130 or 143."""
 
+import signal
 import sys
+import threading
+import time
 
 RECEIVED: list[int] = []  # the signal that interrupted kvspec, once one has
 
@@ -14,6 +17,23 @@ def interrupted(signum: int, frame: object) -> None:
         process.kill_all()
     RECEIVED.append(signum)
     raise Interrupted(128 + signum)
+
+
+def delivered_again(unraisable: "sys.UnraisableHookArgs") -> None:
+    """sys.unraisablehook. A signal that arrives while a gc callback, a ``__del__`` or a weakref
+    callback runs (Hypothesis's engine installs a gc callback) raises there, where Python prints
+    the exception as "ignored" and drops it: the run would go on as if never interrupted. The
+    signal is sent again, silently, once this hook has returned: from a thread, to the main
+    thread, where it also ends a wait in a system call."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        threading.Thread(target=send_again, args=(RECEIVED[0],), daemon=True).start()
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def send_again(signum: int) -> None:
+    time.sleep(0.01)  # the hook that started this thread returned long before (Thread.start waits only for the thread to run)
+    signal.pthread_kill(threading.main_thread().ident, signum)
 
 
 def unless_interrupted() -> None:
