@@ -1,5 +1,5 @@
 """Every output the documents show is what the command prints today (issue 29): each indented line
-`$ kvspec ...` of README.md, docs/ and spec/ is run, as a user would run it in a folder of their own
+`$ ...` of README.md, docs/ and spec/ is run, as a user would run it in a folder of their own
 (the checkout's files at hand, the contracts off), and what it prints (standard output, then
 standard error) is compared with the lines shown under it. Only times and rates are masked, and
 the path of the corpus installed with kvspec; a shown `...` stands for text left out, within a line
@@ -32,18 +32,21 @@ class Shown:
 
 
 def shown_runs(document: Path) -> list[Shown]:
-    """Each `$ kvspec` line of an indented block, with the lines under it up to the next `$` or the block's end."""
+    """Each `$` line of an indented block (indented 4 spaces or more: a block in a list item too), with
+    the lines under it, at its indent, up to the next `$` or the block's end."""
     lines = document.read_text(encoding="utf-8").splitlines()
     runs: list[Shown] = []
     i = 0
     while i < len(lines):
-        if not lines[i].startswith("    $ kvspec "):
+        prompt = re.match(r"( {4,})\$ ", lines[i])
+        if prompt is None:
             i += 1
             continue
-        start, command, output = i + 1, lines[i][len("    $ "):], []
+        indent = prompt.group(1)
+        start, command, output = i + 1, lines[i][prompt.end():], []
         i += 1
-        while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()) and not lines[i].startswith("    $ "):
-            output.append(lines[i][4:])
+        while i < len(lines) and (lines[i].startswith(indent) or not lines[i].strip()) and not lines[i].startswith(f"{indent}$ "):
+            output.append(lines[i][len(indent):])
             i += 1
         while output and not output[-1].strip():
             output.pop()
@@ -72,7 +75,7 @@ def run_in(folder: Path, command: str) -> list[str]:
     bin_folder = str(Path(sys.executable).parent)
     env = {**os.environ, "KVSPEC_CONTRACTS": "0", "PATH": f"{bin_folder}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "80"}
     run = subprocess.run(["bash", "-c", command], cwd=folder, capture_output=True, text=True, timeout=300, env=env)
-    return (run.stdout + run.stderr).splitlines()
+    return (run.stdout + run.stderr).rstrip("\n").splitlines()  # an indented block cannot show the blank lines that end it
 
 
 def a_folder_of_their_own(tmp_path: Path) -> Path:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_shown_outputs import matches
+
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "examples" / "tutorial-fifo" / "fifo.py"
 TUTORIAL = (ROOT / "spec" / "adapter-protocol.md").read_text(encoding="utf-8").split("## Tutorial: ", 1)[1]
@@ -47,21 +49,17 @@ def mistaken(tmp_path: Path, name: str, before: str, after: str, times: int = 1)
     (tmp_path / name).write_text(text.replace(before, after), encoding="utf-8")
 
 
-def shown(text: str) -> list[str]:
-    """What the tutorial compares: the verdict and the finding, up to the first blank line; the rate varies."""
-    lines = text.replace(sys.executable, "python3").split("\n\n")[0].splitlines()
-    return [re.sub(r"\(\d+\.\d examples/s\)", "(N examples/s)", line) for line in lines]
-
-
 def printed_as_the_tutorial_shows(name: str, tmp_path: Path) -> None:
-    """Run the tutorial's `$ kvspec certify` line for ``name`` and compare what it prints with the tutorial."""
-    (block,) = re.findall(rf"^\$ (kvspec certify [^\n]*{re.escape(name)}[^\n]*)\n((?:(?!```).+\n)+)", TUTORIAL, flags=re.MULTILINE)
+    """Run the tutorial's `$ kvspec certify` line for ``name`` and compare what it prints with all the
+    tutorial shows under it (a `…` line stands for the lines it leaves out; times and rates are masked)."""
+    (block,) = re.findall(rf"^\$ (kvspec certify [^\n]*{re.escape(name)}[^\n]*)\n((?:(?!```).*\n)+)", TUTORIAL, flags=re.MULTILINE)
     command, expected = block
     arguments = [word.replace("cmd:python3 ", f"cmd:{sys.executable} ") for word in shlex.split(command)[1:]]
     run = kvspec(*arguments, cwd=tmp_path)
     assert run.returncode == 3, run.stdout + run.stderr
-    lines = shown(expected.removesuffix("    …\n"))  # the tutorial shows only the first finding
-    assert shown(run.stdout)[:len(lines)] == lines
+    shown = [("..." if line == "…" else line) for line in expected.removesuffix("\n").replace("    …", "…").splitlines()]
+    printed = run.stdout.replace(sys.executable, "python3").rstrip("\n").splitlines()
+    assert matches(tuple(shown), printed), "\n".join(printed)
 
 
 def test_PROTO_15_no_flush_after_a_reply(tmp_path: Path) -> None:
