@@ -1,6 +1,9 @@
 """docs/certifications/: every certified implementation in one matrix (README.md), and each one's
-dialect as kvspec found it, written into its own README (`kvspec spec matrix`); with --html, the
-matrix as a static page too (matrix_page.py), made from the same rows.
+dialect as kvspec found it, written into its own README (`kvspec spec matrix`); with --html FOLDER,
+the matrix as a static page too (spec/adapter-protocol.md, PROTO-33), made from the same rows:
+FOLDER/index.html, and beside it a copy of each report with the counterexamples it links, so that
+FOLDER can be moved or published alone and every link on the page still resolves. The page has its
+style inline, no script, and nothing a browser would fetch from elsewhere (no CDN, no web font).
 
 A folder of docs/certifications/ holds what its README says regenerates it:
 - report.json: the certification against the canonical spec, with --find-dialect (DIALECT-8);
@@ -13,7 +16,10 @@ Nothing here runs an implementation: the matrix is made from those files alone.
 import json
 import re
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 from kvspec.conformance.certification.report import PolicyVerdict, Report
 from kvspec.conformance.core.output import plural, write_text, written_whole
@@ -32,9 +38,9 @@ class Certified:
 
     folder: Path
     report: Report
-    fixtures: list[dict[str, str]]
+    fixtures: list[dict[str, Any]]
     dialect_report: Report | None
-    dialect_fixtures: list[dict[str, str]] | None
+    dialect_fixtures: list[dict[str, Any]] | None
 
 
 def read_report(path: Path) -> Report:
@@ -44,7 +50,7 @@ def read_report(path: Path) -> Report:
         raise KvspecError(f"{path}: not a certification report ({type(error).__name__}: {str(error).splitlines()[0]})") from None
 
 
-def read_fixtures(path: Path) -> list[dict[str, str]]:
+def read_fixtures(path: Path) -> list[dict[str, Any]]:
     try:
         verdicts = json.loads(path.read_bytes())
     except (OSError, ValueError) as error:
@@ -66,14 +72,15 @@ def certified(folder: Path) -> Certified:
     dialect = folder / "dialect"
     report = read_report(folder / "report.json")
     missing = [key for key in ("name", "version") if key not in report.implementation]
-    if missing:
-        raise KvspecError(f"{folder / 'report.json'}: implementation has no {missing[0]} (PROTO-5: a report names its implementation's name and version)")
+    if missing:  # PROTO-33: a report the matrix cannot read is bad input
+        raise KvspecError(f"{folder / 'report.json'}: implementation has no {missing[0]}: the matrix names each implementation and its "
+                          "version, as its start reply gave them (PROTO-5)")
     return Certified(folder, report, read_fixtures(folder / "fixtures.json"),
                      read_report(dialect / "report.json") if (dialect / "report.json").exists() else None,
                      read_fixtures(dialect / "fixtures.json") if (dialect / "fixtures.json").exists() else None)
 
 
-def counts(verdicts: list[dict[str, str]] | None, policy: str) -> str:
+def counts(verdicts: list[dict[str, Any]] | None, policy: str) -> str:
     """The replay cases of ``policy`` that passed and failed (FIX-3: a replay case's id names its policy)."""
     if verdicts is None:
         return "—"
@@ -206,11 +213,82 @@ def with_section(readme: str, section: str, path: Path) -> str:
     return head + section + rest.split(END, 1)[1]
 
 
+# The page of --html. The badge's colours (PROTO-32), light: green conforms, yellow conforms to its dialect, red does not conform.
+STYLE = """\
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem; color: #1f2328; background: #fff; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #d0d7de; padding: .35rem .6rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+.conforms { background: #dafbe1; color: #116329; }
+.dialect { background: #fff8c5; color: #7d4e00; }
+.fails { background: #ffebe9; color: #a40e26; }
+.legend span { padding: .1rem .4rem; margin-right: .4rem; }
+"""
+VERDICT_CLASS = {True: "conforms", False: "fails"}
+
+
+def href(folder: str) -> str:
+    """The link from the page to the copy of ``folder``'s report: its name percent-encoded (a `#` or a space in it
+    would end or break the link), a name in bytes the locale cannot decode as those bytes."""
+    return f"{quote(folder, safe='', errors='surrogateescape')}/report.md"
+
+
+def cell(text: str, verdict: str | None = None) -> str:
+    """A table cell: every string of a report is escaped (PROTO-31: what the implementation said of itself reaches the user
+    as text, never as markup), and a verdict, given, colours its cell beside its words (the words alone say it)."""
+    return f'<td class="{verdict}">{escape(text)}</td>' if verdict else f"<td>{escape(text)}</td>"
+
+
+def table_row(row: Row) -> str:
+    name, version, policy, canonical, found, against, fixtures, dialect_fixtures = row.cells()
+    against_class = None if row.conforms_to_dialect is None else "dialect" if row.conforms_to_dialect else "fails"
+    return "".join(["<tr>", cell(name), cell(version), cell(policy), cell(canonical, VERDICT_CLASS[row.conforms]), cell(found),
+                    cell(against, against_class), cell(fixtures), cell(dialect_fixtures),
+                    f'<td><a href="{escape(href(row.folder))}">report</a></td>', "</tr>"])
+
+
+def html_page(matrix_rows: list[Row]) -> str:
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">', "<title>kvspec certifications</title>",
+        f"<style>\n{STYLE}</style>", "</head>", "<body>", "<h1>kvspec certifications</h1>",
+        "<p>Each implementation kvspec certifies, policy by policy: its verdict against the canonical spec, the dialect "
+        "<code>kvspec certify --find-dialect</code> found (spec/dialects.md, DIALECT-8), its verdict against the dialect named after it, "
+        "and the replay cases of the golden fixtures it passes, kvspec's own corpus and its dialect's. Each report is a copy beside "
+        "this page.</p>",
+        '<p class="legend"><span class="conforms">conforms</span><span class="dialect">conforms to its dialect</span>'
+        '<span class="fails">does not conform</span></p>',
+        "<table>", "<thead>", "<tr>" + "".join(f'<th scope="col">{escape(header)}</th>' for header in HEADERS) + "</tr>", "</thead>",
+        "<tbody>", *(table_row(row) for row in matrix_rows), "</tbody>", "</table>",
+        "<p>Made by <code>kvspec spec matrix --html</code> from each certification's report.json, fixtures.json and dialect/.</p>",
+        "</body>", "</html>", ""])
+
+
+def report_files(c: Certified) -> list[str]:
+    """report.md and the counterexamples it links, each of which the report names as a file beside it."""
+    traces = [f.trace_file for f in [*c.report.faults, *(f for verdict in c.report.policies for f in verdict.failures)] if f.trace_file]
+    for name in traces:
+        if name in (".", "..") or "/" in name or "\\" in name:
+            raise KvspecError(f"{c.folder / 'report.json'}: trace_file {name!r} is not the name of a file beside the report")
+    return ["report.md", *dict.fromkeys(traces)]
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise KvspecError(f"{path}: cannot read it ({error.strerror or type(error).__name__}): the page links it") from None
+
+
+def page_files(certifications: list[Certified]) -> dict[str, bytes]:
+    """The page's folder, each file by its path in it: the copies of the reports, then index.html, which links them."""
+    copies = {f"{c.folder.name}/{name}": read_bytes(c.folder / name) for c in certifications for name in report_files(c)}
+    return copies | {"index.html": html_page(rows(certifications)).encode("utf-8", "backslashreplace")}
+
+
 def regenerate(root: Path, spec: Path, page: Path | None = None) -> tuple[list[Path], list[Path]]:
     """Write ``root``/README.md and each folder's README's generated part, and with ``page`` the
     matrix's page in that folder: the READMEs written, and the page's files."""
-    from kvspec.conformance.certification import matrix_page  # it imports this module: here, not at the top
-
     folders = sorted(p.parent for p in root.glob("*/report.json"))
     if not folders:
         raise KvspecError(f"{root}: no folder with a report.json: not docs/certifications")
@@ -220,10 +298,10 @@ def regenerate(root: Path, spec: Path, page: Path | None = None) -> tuple[list[P
     readmes = {c.folder / "README.md": with_section(read_text(c.folder / "README.md"), dialect_section(c, text), c.folder / "README.md")
                for c in everything}
     readmes[root / "README.md"] = matrix(everything)
-    pages = {} if page is None else {page / name: content for name, content in matrix_page.files(everything).items()}  # index.html last
+    pages = {} if page is None else {page / name: content for name, content in page_files(everything).items()}  # index.html last
     for path, new in readmes.items():
         with written_whole(path) as temporary:
-            write_text(temporary, new)  # a lone surrogate, which a report's JSON can hold, as its escape
+            write_text(temporary, new)  # a folder named in bytes the locale cannot decode: its escape, not a UnicodeEncodeError
     for path, content in pages.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         with written_whole(path) as temporary:
