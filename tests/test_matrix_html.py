@@ -103,13 +103,20 @@ class Chromium:
         os.close(self.replies)
         self.send, self.receive = to_chromium, from_chromium
         self.buffer, self.events, self.next_id, self.session = b"", [], 0, None
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        except BaseException:
+            self.close()
+            raise
 
     def call(self, method: str, deadline: float = 10, **params: Any) -> Any:
         self.next_id += 1
         message = {"id": self.next_id, "method": method, "params": params} | ({"sessionId": self.session} if self.session else {})
-        os.write(self.send, json.dumps(message).encode() + b"\0")
+        try:
+            os.write(self.send, json.dumps(message).encode() + b"\0")
+        except BrokenPipeError:
+            raise AssertionError(f"Chromium ended before {method} (exit status {self.process.wait(10)})") from None
         while True:
             reply = self.message(deadline)
             if reply.get("id") == self.next_id:
@@ -145,7 +152,7 @@ class Chromium:
     def close(self) -> None:
         try:
             self.call("Browser.close")
-        except AssertionError:  # it may end before it replies
+        except (AssertionError, OSError):  # it may end before it replies, or have ended
             pass
         try:
             self.process.wait(timeout=10)
