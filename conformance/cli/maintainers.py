@@ -33,7 +33,10 @@ def add(commands: Any) -> None:
                            "one's README that states its dialect, from the reports in its folder (run in a checkout: it reads spec/dialects.md)")
     certified.add_argument("directory", nargs="?", metavar="FOLDER", type=folder_path, default=Path("docs/certifications"),
                            help="default: docs/certifications")
-    certified.set_defaults(handler=run_matrix, folders={"directory": ""})
+    certified.add_argument("--html", metavar="FOLDER", type=folder_path,
+                           help="also write the matrix as a static page, FOLDER/index.html, with a copy of each report beside it "
+                           "(no script, nothing fetched from the network; PROTO-33)")
+    certified.set_defaults(handler=run_matrix, folders={"directory": "", "html": "--html"})
 
 
 def add_fixtures_actions(actions: Any) -> None:
@@ -147,12 +150,16 @@ def inside(name: object) -> bool:
 
 def run_matrix(args: argparse.Namespace) -> None:
     from kvspec.conformance.certification import matrix
+    from kvspec.conformance.core.output import plural
 
     spec = Path("spec/dialects.md")
     if not spec.is_file():
         raise KvspecError("spec matrix reads spec/dialects.md: run it from a kvspec checkout")
-    written = matrix.regenerate(args.directory, spec)
-    print(f"{len(written)} files written in {args.directory}")
+    readmes, page = matrix.regenerate(args.directory, spec, args.html)
+    print(f"{plural(len(readmes), 'file')} written in {args.directory}")
+    if args.html is not None:
+        print(f"the page: {args.html / 'index.html'}, and beside it a copy of each report with its counterexamples "
+              f"({plural(len(page) - 1, 'file')})")
 
 
 def run_annotate(args: argparse.Namespace) -> None:
