@@ -235,4 +235,4 @@ function serve(implementation) {
   });
 }
 
-module.exports = { INT64_MAX, INT64_MIN, ProtocolError, Refused, Session, hashIds, integerIn, parseJson, serve, toJson };
+module.exports = { INT64_MAX, Refused, parseJson, serve, toJson };

@@ -9,9 +9,9 @@
 // The kit's defaults are lru-cache's API: has() moves nothing (src/index.ts:2407-2436), get() is
 // LRU's use (:3065), set() of a new key evicts the head when full (:2228); rkeys() is the order,
 // least recent first (:1905). Every capacity goes to lru-cache as given: it throws for max 0
-// (:1575) and below (:1466), from 2^32 (:1501) and above 2^53 - 1 (:1471), and builds arrays of
-// max entries in its constructor (:1501-1513), which takes seconds from 2^24 on:
-// hence --max-capacity. README.md beside this file says more.
+// (:1574-1577) and below (:1465-1467), from 2^32 (:1501) and above 2^53 - 1 (:1471), and builds
+// arrays of max entries in its constructor (:1501-1513), which takes seconds from 2^24 on: hence
+// --max-capacity. README.md beside this file says more.
 
 const { LRUCache } = require('lru-cache');
 const { blockCacheAdapter } = require('../../../examples/kvspec-node/kit.js');
