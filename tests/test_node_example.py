@@ -452,7 +452,7 @@ def test_protocol_errors_are_replies_not_crashes(server: NodeServer) -> None:
     server.request("configure", config=config("lru", 4))
     seq = server.seq
     server.send("access", hash_ids=[2**63])
-    assert server.reply() == {"seq": seq, "error": "hash_ids[0] must be an integer in [-2**63, 2**63 - 1], not 9223372036854775808"}
+    assert server.reply() == {"seq": seq, "error": "PROTO-3: hash_ids[0] must be an integer in [-2**63, 2**63 - 1], not 9223372036854775808"}
     server.send("no_such_cmd")
     assert "error" in server.reply()
     assert server.request("resident_count")["resident_count"] == 0  # the bad access changed nothing

@@ -95,7 +95,7 @@ def found_text(verdict: PolicyVerdict) -> str:
     found = verdict.found
     if found is None:
         return "not searched"
-    cost = f" ({found.certifications} certifications, {found.seconds:.0f} s)"
+    cost = f" ({plural(found.certifications, 'certification')}, {found.seconds:.0f} s)"
     return ("the search found none" if found.dialect is None else ", ".join(found.dialect)) + cost
 
 
@@ -144,7 +144,7 @@ def rows(certifications: list[Certified]) -> list[Row]:
 def matrix(certifications: list[Certified]) -> str:
     lines = [
         "# Certifications", "",
-        "Every S3FIFO, LRU and FIFO on PyPI that kvspec certifies, and the prefix caches of vLLM, SGLang and LMCache, each through",
+        "Every S3FIFO, LRU and FIFO on PyPI and npm that kvspec certifies, and the prefix caches of vLLM, SGLang and LMCache, each through",
         "the adapter in its folder (the engines' by docs/certifications/regenerate-engines, in venvs of their own). The verdict is against the",
         "canonical spec; the dialect is the one `kvspec certify --find-dialect` found (spec/dialects.md, DIALECT-8), with the",
         "certifications it ran after the first and its time (at the thorough profile); the dialect",
@@ -184,13 +184,14 @@ def dialect_section(c: Certified, spec: str) -> str:
             continue
         found = verdict.found
         if found is None or found.dialect is None:
+            searched = "" if found is None else f" (searched from {plural(found.failing_examples, 'failing example')})"
             lines += [f"{verdict.policy}: the search found no set of variation points of spec/dialects.md that explains it"
-                      f"{'' if found is None else f' (searched from {found.failing_examples} failing examples)'}; the report's first "
+                      f"{searched}; the report's first "
                       "failure is where it departs from the spec.", ""]
             continue
         named = KNOWN_DIALECTS.get(c.folder.name, {}).get(verdict.policy)
-        lines += [f"{verdict.policy}: `kvspec certify --find-dialect` found {len(found.dialect)} variation points, from "
-                  f"{found.failing_examples} failing examples and {found.certifications} more certifications ({found.seconds:.0f} s); "
+        lines += [f"{verdict.policy}: `kvspec certify --find-dialect` found {plural(len(found.dialect), 'variation point')}, from "
+                  f"{plural(found.failing_examples, 'failing example')} and {plural(found.certifications, 'more certification')} ({found.seconds:.0f} s); "
                   f"they replace {', '.join(found.replaces)}.", "", "| variation point | the rule it takes |", "|---|---|"]
         lines += [f"| `{v}` ({VARIATIONS[v].clause}) | {clause_text(VARIATIONS[v].clause, spec)} |" for v in found.dialect]
         if named is not None:

@@ -2,16 +2,16 @@
 // kvspec example: S3FIFO, LRU and FIFO (spec/s3fifo.md, spec/lru.md, spec/fifo.md) and the
 // longest-prefix hit count of spec/replay.md, in plain JavaScript with no dependencies.
 //
-// Hash ids are the keys of the queues. The protocol server (server.js) passes them as the
-// canonical decimal strings of the JSON integers it read, so every signed 64-bit id stays exact;
-// any value that is a valid Map key works when this module is used on its own.
+// Hash ids are the keys of the queues. The protocol server (server.js) passes them as the BigInts
+// its JSON parser read (../kvspec-node/protocol.js), which Maps and Sets compare by value, so
+// every signed 64-bit id stays exact; any value that is a valid Map key works when this module is
+// used on its own.
 //
 // Queues are Maps (S, M: hash -> freq) and Sets (G, LRU, FIFO): both iterate in insertion order,
 // so the head is the first key and appending is set()/add() of a key that is not there.
 // Map.set() on a key already present keeps its position, which is what S3-ACCESS-1/2 need.
 
 const INT64_MAX = (1n << 63n) - 1n;
-const INT64_MIN = -(1n << 63n);
 const POLICIES = ['s3fifo', 'lru', 'fifo'];
 
 class ConfigError extends Error {
@@ -258,6 +258,6 @@ function accessAll(cache, hashIds) {
 }
 
 module.exports = {
-  ConfigError, FIFO, INT64_MAX, INT64_MIN, LRU, POLICIES, S3FIFO,
+  ConfigError, FIFO, INT64_MAX, LRU, POLICIES, S3FIFO,
   accessAll, asCount, hitTokens, makeCache, prefixHitBlocks, roundHalfEven, s3fifoCaps,
 };
