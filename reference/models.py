@@ -20,8 +20,10 @@ HashId = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 
 
 class TraceRecord(BaseModel):
-    """REPLAY-TRACE-1, REPLAY-TRACE-2: one request, exactly as a Mooncake line carries it; pydantic checks
-    the fields in this order, then the others in the line's (REPLAY-TRACE-10)."""
+    """REPLAY-TRACE-1, REPLAY-TRACE-2: one request, exactly as a Mooncake line carries it. pydantic checks
+    the fields in this order, then the others in the line's (REPLAY-TRACE-10: pydantic-core 2.41.5,
+    src/validators/model_fields.rs:184 and :310), each field given twice by its last value (jiter's
+    LazyIndexMap, "prefer the later element"); tests/test_fixtures_consumer.py holds it to the spec."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
