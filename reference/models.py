@@ -20,7 +20,10 @@ HashId = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 
 
 class TraceRecord(BaseModel):
-    """REPLAY-TRACE-1, REPLAY-TRACE-2: one request, exactly as a Mooncake line carries it."""
+    """REPLAY-TRACE-1, REPLAY-TRACE-2: one request, exactly as a Mooncake line carries it. pydantic checks
+    the fields in this order, then the others in the line's (REPLAY-TRACE-10: pydantic-core 2.41.5,
+    src/validators/model_fields.rs:184 and :310), each field given twice by its last value (jiter's
+    LazyIndexMap, "prefer the later element"); tests/test_fixtures_consumer.py holds it to the spec."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -31,7 +34,7 @@ class TraceRecord(BaseModel):
 
 
 def field_name(location: tuple[int | str, ...]) -> str:
-    """('hash_ids', 3) -> 'hash_ids[3]'; the whole line when pydantic names no field."""
+    """REPLAY-TRACE-9: ('hash_ids', 3) -> 'hash_ids[3]'; the whole line, (line), when pydantic names no field."""
     if not location:
         return "(line)"
     name = str(location[0])
@@ -62,7 +65,7 @@ def parse_line(path: str, line_number: int, line: bytes) -> TraceRecord:
     try:
         record = TraceRecord.model_validate_json(line)
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
+        first = error.errors(include_url=False)[0]  # REPLAY-TRACE-10: the first of TraceRecord's fields, then of the others
         clause = "REPLAY-TRACE-1" if first["type"] in ("json_invalid", "json_type", "model_type", "missing", "extra_forbidden") else "REPLAY-TRACE-2"
         raise TraceError(path, line_number, field_name(tuple(first["loc"])), clause, without_position(first["msg"])) from None
     # REPLAY-TRACE-1: exactly four fields. Every string of a line pydantic accepted is one of the four

@@ -503,9 +503,9 @@ OUTPUT_CASES: list[Case] = [
 # A one-case corpus: the installed corpus's refused replay case `block_size 0`, and its manifest (FIX-1, FIX-2).
 CASE = {"clauses": ["REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3"],
         "config": {"block_size": 0, "capacity": 4096, "max_freq": 3, "policy": "s3fifo", "small_ratio": 0.1},
-        "format": "kvspec-fixture/1", "id": "replay-s3fifo-block-size-0-00473596", "kind": "replay", "level": "state",
+        "format": "kvspec-fixture/1", "id": "replay-s3fifo-block-size-0-da2dd0fc", "kind": "replay", "level": "state",
         "provenance": "REPLAY-CONF-2", "refused": "REPLAY-CONF-2", "requests": [], "title": "block_size 0", "totals": None}
-CASE_PATH = "replay/replay-s3fifo-block-size-0-00473596.json"
+CASE_PATH = "replay/replay-s3fifo-block-size-0-da2dd0fc.json"
 
 
 def corpus_json(value: object) -> bytes:
@@ -561,12 +561,12 @@ CORPUS_CASES: list[Case] = [
     Case("known-failures-not-json", verify("c", "--known-failures", "kf.json"), 1, error(r"kf\.json: .+"),
          files={**corpus(), "kf.json": b"{\n"}),
     Case("known-failures-an-array", verify("c", "--known-failures", "kf.json"), 1, error(r"kf\.json: FIX-11: .+"),
-         files={**corpus(), "kf.json": b'["replay-s3fifo-block-size-0-00473596"]\n'}),
+         files={**corpus(), "kf.json": b'["replay-s3fifo-block-size-0-da2dd0fc"]\n'}),
     Case("known-failures-unknown-id", verify("c", "--known-failures", "kf.json"), 1, error(r".*FIX-11: .*replay-lru-retired-00000000.*"),
          files={**corpus(), "kf.json": b'{"replay-lru-retired-00000000": "x"}\n'}),
     Case("known-failures-unexpected-pass-is-a-finding", verify("c", "--known-failures", "kf.json"), 3, files={**corpus(), "kf.json":
-         b'{"replay-s3fifo-block-size-0-00473596": "was broken"}\n'}, stderr_lines=0,
-         stdout=r"DOES NOT CONFORM.*\n\s*UNEXPECTED-PASS replay-s3fifo-block-size-0-00473596"),
+         b'{"replay-s3fifo-block-size-0-da2dd0fc": "was broken"}\n'}, stderr_lines=0,
+         stdout=r"DOES NOT CONFORM.*\n\s*UNEXPECTED-PASS replay-s3fifo-block-size-0-da2dd0fc"),
     Case("known-failures-unreadable", verify("c", "--known-failures", "kf.json"), 1, error(r"kf\.json: .*(?i:permission denied).*"),
          files={**corpus(), "kf.json": Moded(b"{}\n", 0o000)}, needs_permissions=True),
     Case("generate-folder-with-stray-json", ("fixtures", "generate", "g"), 1, error(r".*stray\.json.*"), files={"g/stray.json": b"{}\n"},

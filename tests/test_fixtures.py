@@ -3,6 +3,7 @@ its manifest says, the reference and the JavaScript example pass it, every mutan
 galleries fails it, and the runner's known failures, damaged files and broken implementations
 are reported, not crashed on."""
 
+import gzip
 import hashlib
 import importlib.util
 import json
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kvspec.conformance.core.citations import CLAUSE_LINE, cited
-from kvspec.conformance.fixtures.format import FORMAT, ID_PATTERN, canonical, case_id, schema_texts
+from kvspec.conformance.fixtures.format import FORMAT, ID_PATTERN, case_id, file_text, schema_texts
 from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.fixtures.tracing import exercised
@@ -57,7 +58,8 @@ def test_FIX_5_regenerating_retires_the_cases_the_manifest_listed_and_deletes_no
     generated = (tmp_path / "manifest.json").read_bytes()
     manifest = json.loads(generated)
     retired = {**manifest["cases"][0], "id": "replay-lru-retired-00000000", "kind": "replay", "path": "replay/replay-lru-retired-00000000.json"}
-    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "cases": [retired, *manifest["cases"]]}))
+    listed = sorted([retired, *manifest["cases"]], key=lambda entry: entry["path"])  # as an earlier corpus's manifest lists them (FIX-2)
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "cases": listed}))
     (tmp_path / retired["path"]).write_text("{}")
     assert kvspec("fixtures", "generate", str(tmp_path)).returncode == 0
     assert not (tmp_path / retired["path"]).exists() and (tmp_path / "manifest.json").read_bytes() == generated
@@ -95,16 +97,14 @@ def test_FIX_1_FIX_2_the_manifest_lists_every_case_with_its_sha256() -> None:
 
 
 def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementation_sees() -> None:
+    """Each digest is recomputed as a consumer would, with another canonicaliser, in
+    tests/test_fixtures_consumer.py (FIX-14); here, what else an id is."""
     ids = []
     for path in CORPUS.glob("*/*.json"):
         case = json.loads(path.read_bytes())
-        seen = {key: value for key, value in case.items() if key not in ("id", "title", "provenance", "clauses")}
-        if case["kind"] != "trace" and seen.get("refused") is not None:  # an implementation may name any clause (PROTO-8)
-            seen["refused"] = True
-        digest = hashlib.sha256(canonical(seen).encode()).hexdigest()[:8]
         kind = f"{case['kind']}-{case['config']['policy']}" if case["kind"] == "replay" else case["kind"]
-        assert re.fullmatch(rf"{kind}(-[a-z0-9]+)+-{digest}", case["id"]) and case["id"] == path.stem, case["id"]
-        assert canonical(case) == path.read_text(encoding="utf-8")
+        assert re.fullmatch(rf"{kind}(-[a-z0-9]+)+-[0-9a-f]{{8}}", case["id"]) and case["id"] == path.stem, case["id"]
+        assert file_text(case) == path.read_text(encoding="utf-8")
         ids.append(case["id"])
     assert sorted(ids) == sorted(set(ids)) == sorted(entry["id"] for entry in read_manifest(CORPUS))
     quoted = {m.group(0) for doc in ("README.md", "docs/cli.md", "spec/fixtures.md")
@@ -113,6 +113,7 @@ def test_FIX_3_a_case_id_names_where_it_comes_from_and_hashes_what_an_implementa
     assert [adapter_name(a) for a in ("in-process:kvspec.conformance.galleries.mutants:freq_not_saturated", "cmd:node examples/js/server.js",
                                       "python:docs/certifications/s3fifo-pypi/adapter.py:adapter", "python:my.module:adapter", "reference")] == [
         "freq_not_saturated", "node examples/js/server.js", "s3fifo-pypi", "module", "reference"]  # a counterexample's source
+    digest = case["id"][-8:]  # the last case's, recomputed by tests/test_fixtures_consumer.py
     annotated = {**case, "id": "", "title": case["title"] + "!", "provenance": "elsewhere", "clauses": [*case["clauses"], "FIX-3"]}
     assert case_id(annotated, "a source") == case_id(case, "a source") == f"{kind}-a-source-{digest}"
     assert case_id({**case, "level": "state" if case["level"] == "results" else "results"}, "a source") != case_id(case, "a source")
@@ -164,22 +165,40 @@ def test_FIX_4_every_clause_is_exercised_by_a_case() -> None:
     assert sorted(spec_clauses("replay.md", "s3fifo.md", "lru.md", "fifo.md", "benefit.md") - covered) == []
 
 
-def test_FIX_8_trace_cases_are_what_kvspec_replay_makes_of_the_lines(tmp_path: Path) -> None:
-    """Through the CLI, an independent path: the error names the line, the field and the clause."""
-    import gzip
+def test_FIX_8_trace_cases_are_what_kvspec_replay_makes_of_the_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each file built from its case by FIX-8's recipe (tests/test_fixtures_consumer.py), and read
+    by the CLI, an independent path: a refusal names the line, the field and the clause; a trace
+    read gives each request's hit tokens and the totals; the requests are those its lines hold,
+    read with a plain JSON parser."""
+    from test_fixtures_consumer import trace_file
 
-    cases = [json.loads(p.read_text()) for p in CORPUS.glob("trace/*.json")]
-    assert len(cases) >= 10 and any(case["gzip"] for case in cases)
+    from kvspec.conformance import cli
+
+    cases = [json.loads(p.read_text()) for p in sorted(CORPUS.glob("trace/*.json"))]
+    assert len(cases) >= 30 and {"lines" if "lines" in case["file"] else "parts" for case in cases} == {"lines", "parts"}
+    assert any(case["file"].get("gzip") for case in cases)
     for case in cases:
-        text = "".join(line + "\n" for line in case["lines"]).encode()
         path = tmp_path / f"{case['id']}.jsonl"
-        path.write_bytes(gzip.compress(text) if case["gzip"] else text)
-        run = kvspec("replay", str(path), "--policy", "lru", "--capacity", "8", "--block-size", str(case["block_size"]))
+        path.write_bytes(trace_file(case["file"]))
+        config = case["config"]
+        status = cli.main(["replay", str(path), "--policy", config["policy"], "--capacity", str(config["capacity"]),
+                           "--block-size", str(config["block_size"]), "--per-request"])
+        out, err = capsys.readouterr()
         if case["refused"]:
-            assert run.returncode == 1 and f"{path}:{case['expect']['line']}: field {case['expect']['field']}: {case['refused']}" in run.stderr
+            at = case["refused_at"]
+            assert status == 1 and out == "" and f"{path}:{at['line']}: field {at['field']}: {case['refused']}: " in err, (case["id"], err)
         else:
-            result = json.loads(run.stdout)
-            assert (result["total_hit_tokens"], result["total_prompt_tokens"]) == (case["expect"]["total_hit_tokens"], case["expect"]["total_prompt_tokens"])
+            result = json.loads(out)
+            assert status == 0 and {key: result[key] for key in case["totals"]} == case["totals"], case["id"]
+            assert [r["hit_tokens"] for r in result["per_request"]] == [step["expect"]["hit_tokens"] for step in case["requests"]]
+            assert [[step["hash_ids"], step["input_length"]] for step in case["requests"]] == plain_requests(path.read_bytes()), case["id"]
+
+
+def plain_requests(data: bytes) -> list[list[object]]:
+    """A trace file's requests as a plain JSON parser reads them: gzip's members decompressed, a byte
+    order mark at the start dropped."""
+    text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode().removeprefix("\ufeff")
+    return [[record["hash_ids"], record["input_length"]] for record in map(json.loads, text.splitlines())]
 
 
 def test_FIX_9_FIX_10_comparison_and_prefix_cases_match_the_published_figures() -> None:

@@ -22,7 +22,7 @@ from kvspec.conformance.core.commands import reaching, shell_command
 from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
-from kvspec.conformance.fixtures.format import canonical
+from kvspec.conformance.fixtures.format import file_text
 from kvspec.conformance.fixtures.recorded import adapter_name
 from kvspec.reference import SPEC_VERSION, ReplayConfig
 from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT, AnyPolicyName
@@ -287,7 +287,7 @@ def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Fi
                             f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
                             divergence.benefit["config"], divergence.benefit["operations"])
         with written_whole(written) as temporary:
-            write_text(temporary, canonical(case))
+            write_text(temporary, file_text(case))
         trace_file, command = path.name, reproduction.verify_command(path)
     elif divergence.config is not None and divergence.trace:
         with written_whole(written) as temporary:
