@@ -103,6 +103,29 @@ def test_FIX_13_a_failure_names_its_clauses_shows_protocol_json_marked_and_its_c
         assert ": DOES NOT CONFORM: 1 case in " in alone.stdout.splitlines()[0] and alone.stdout.splitlines()[0].endswith(", 1 fail")
 
 
+CACHETOOLS = "python:docs/certifications/cachetools/adapter.py:adapter"  # LRU and FIFO, each failing its capacity-0 case
+
+
+def test_FIX_13_where_cases_of_several_policies_ran_a_line_gives_each_policy_s_counts(tmp_path: Path) -> None:
+    """The second line, each policy's counts as --output's verdicts give them (skips apart), so that
+    one policy's failures do not bury another's passes; with one policy, no such line."""
+    run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "fixtures", "verify", "--adapter", CACHETOOLS, "--output",
+                          str(tmp_path / "verdicts.json")], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert run.returncode == 3, run.stderr
+    tally: dict[str, dict[str, int]] = {}
+    for verdict in json.loads((tmp_path / "verdicts.json").read_text()):
+        if verdict["policy"] is not None and verdict["verdict"] != "skip":
+            counts = tally.setdefault(verdict["policy"], {})
+            counts[verdict["verdict"]] = counts.get(verdict["verdict"], 0) + 1
+    assert set(tally) == {"lru", "fifo"} and all(counts.get("fail") == 1 and counts["pass"] > 50 for counts in tally.values())
+    expected = "; ".join(f"{policy}: {counts['pass']} pass, 1 fail" for policy, counts in tally.items())
+    assert run.stdout.splitlines()[1] == f"  {expected}"
+    alone = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "fixtures", "verify", "--adapter", CACHETOOLS, "--policy", "lru"],
+                           capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
+    assert alone.returncode == 3 and alone.stdout.splitlines()[1].startswith("  FAIL replay-lru-edge-capacity-")
+
+
 def test_FIX_13_a_case_of_another_corpus_is_rerun_by_its_file_every_word_quoted(tmp_path: Path) -> None:
     """A corpus in a folder with a space in its name, through a cmd: adapter (a command of
     several words): the printed command names the case's file, and pastes whole."""

@@ -47,7 +47,7 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
     from kvspec.conformance.fixtures.corpus import bundled_corpus
     from kvspec.conformance.fixtures.runner import verify
     from kvspec.conformance.core.output import plural
-    from kvspec.conformance.fixtures.verdicts import shown, summary
+    from kvspec.conformance.fixtures.verdicts import by_policy, shown, summary
 
     Pins(max_capacity=args.max_capacity, max_block_size=args.max_block_size).check()  # as certify refuses them (REPLAY-CONF-1, REPLAY-CONF-2)
     directory, only = corpus_of(args.directory)
@@ -78,6 +78,8 @@ def run_fixtures_verify(args: argparse.Namespace) -> int:
                                  encoding="utf-8")
     of = f" of {', '.join(args.policies)}" if args.policies else ""
     print(summary(args.adapter, results, f"{of} in {directory}"))
+    if (policies := by_policy(results)) is not None:
+        print(policies)
     for result in results:
         if result.id == "implementation":
             print(f"  FAIL at {result.title}: {result.detail}")
