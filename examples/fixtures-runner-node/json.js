@@ -9,7 +9,6 @@ class JsonError extends Error {}
 // Each object's members in the order written, duplicates included (REPLAY-TRACE-1, -10).
 const MEMBERS = new WeakMap();
 
-const WS = new Set([' ', '\t', '\n', '\r']);
 const ESCAPES = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 
@@ -30,8 +29,12 @@ function fail(state, what) {
   throw new JsonError(`${what} at character ${state.pos + 1}`);
 }
 
+const WS_RUN = /[ \t\n\r]*/y;
+
 function skipWs(state) {
-  while (state.pos < state.text.length && WS.has(state.text[state.pos])) state.pos++;
+  WS_RUN.lastIndex = state.pos;
+  WS_RUN.exec(state.text);
+  state.pos = WS_RUN.lastIndex;
 }
 
 function parseValue(state, depth) {
@@ -107,20 +110,22 @@ function parseArray(state, depth) {
 }
 
 // RFC 8259 section 7; the text is already decoded, so every code point but the controls passes.
+// A run of characters that are neither a quote, a backslash nor a control character.
+const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
+
 function parseString(state) {
   const t = state.text;
   let pos = state.pos + 1;
   let out = '';
   for (;;) {
+    PLAIN_RUN.lastIndex = pos;
+    PLAIN_RUN.exec(t);
+    out += t.slice(pos, PLAIN_RUN.lastIndex);
+    pos = PLAIN_RUN.lastIndex;
     if (pos >= t.length) fail(state, 'unterminated string');
     const c = t[pos];
     if (c === '"') break;
-    if (c < ' ') fail(state, 'control character in a string');
-    if (c !== '\\') {
-      out += c;
-      pos++;
-      continue;
-    }
+    if (c !== '\\') fail(state, 'control character in a string');
     const e = t[pos + 1];
     if (e === 'u') {
       const hex = t.slice(pos + 2, pos + 6);

@@ -60,12 +60,14 @@ class Implementation {
     this.child.on('exit', (code, signal) => {
       this.exited = { code, signal };
       // A reply written just before the exit may still be in the pipe: read it first.
-      const failure = new ImplementationFailure('PROTO-15', `exited (${signal ? `signal ${signal}` : `status ${code}`}) before replying`);
-      if (!this.stopping) setTimeout(() => this.fail(failure), 50);
+      const how = `exited (${signal ? `signal ${signal}` : `status ${code}`})`;
+      if (!this.stopping) setTimeout(() => this.fail(new ImplementationFailure('PROTO-15', `${this.inFlight()}${how} before replying`)), 50);
     });
     this.child.stdin.on('error', () => this.fail(new ImplementationFailure('PROTO-15', 'stopped reading its stdin')));
     this.child.stdout.on('data', (chunk) => this.onStdout(chunk));
-    this.child.stdout.on('end', () => this.stopping || this.fail(new ImplementationFailure('PROTO-15', 'closed its stdout before replying')));
+    // An exit, reported with its status, usually follows the end of stdout within milliseconds.
+    this.child.stdout.on('end', () => this.stopping
+      || setTimeout(() => this.fail(new ImplementationFailure('PROTO-15', `${this.inFlight()}closed its stdout before replying`)), 100));
     this.child.stderr.on('data', (chunk) => {
       this.stderr = (this.stderr + chunk.toString('utf8')).split('\n').slice(-STDERR_LINES - 1).join('\n');
     });
@@ -75,6 +77,10 @@ class Implementation {
     this.policies = new Set(reply.policies);
     this.identity = `${reply.implementation.name} ${reply.implementation.version} (${reply.implementation.language})`;
     return reply;
+  }
+
+  inFlight() {
+    return this.pending ? `${this.pending.cmd} (seq ${this.pending.seq}): ` : '';
   }
 
   onStdout(chunk) {

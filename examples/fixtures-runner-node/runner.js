@@ -131,9 +131,7 @@ async function main(argv) {
   const counts = {};
   let failed = false;
   for (const kase of selected) {
-    const t0 = Date.now();
     const result = withKnownFailures(await runCase(kase, implementations), corpus.known.get(kase.id));
-    if (process.env.RUNNER_TIMES) process.stderr.write(`${Date.now() - t0} ${kase.id}\n`);
     counts[result.verdict] = (counts[result.verdict] || 0) + 1;
     failed = failed || ['fail', 'unexpected-pass', 'not-run'].includes(result.verdict);
     const title = result.verdict === 'pass' || result.verdict === 'skip' ? '' : ` (${policyOf(kase) || kase.kind}: ${kase.title})`;
@@ -150,8 +148,9 @@ async function main(argv) {
     }
   }
   const who = implementations.current && implementations.current.identity ? `${implementations.current.identity}: ` : '';
+  const verdict = failed ? 'DOES NOT CONFORM' : args.command.length ? 'conforms' : 'no implementation given';
   const tally = Object.entries(counts).map(([v, n]) => `${n} ${v}`).join(', ');
-  process.stdout.write(`${who}${failed ? 'DOES NOT CONFORM' : 'conforms'}: ${plural(selected.length, 'case')} (${tally}); `
+  process.stdout.write(`${who}${verdict}: ${plural(selected.length, 'case')} (${tally}); `
     + `${plural(corpus.recomputed, 'id')} recomputed of the manifest's ${corpus.manifest.cases.length}, spec version ${corpus.manifest.spec_version}\n`);
   return failed ? 3 : 0;
 }
