@@ -69,7 +69,7 @@ class Implementation {
     this.child.stdout.on('end', () => this.stopping
       || setTimeout(() => this.fail(new ImplementationFailure('PROTO-15', `${this.inFlight()}closed its stdout before replying`)), 100));
     this.child.stderr.on('data', (chunk) => {
-      this.stderr = (this.stderr + chunk.toString('utf8')).split('\n').slice(-STDERR_LINES - 1).join('\n');
+      this.stderr = (this.stderr + chunk.toString('utf8')).split('\n').slice(-STDERR_LINES - 1).join('\n').slice(-4000);
     });
     const reply = await this.request('start', { protocol: 1n }, this.timeouts.start);
     if (reply.protocol !== 1n) throw this.fail(new ImplementationFailure('PROTO-5', `protocol ${reply.protocol}, not 1`));

@@ -92,11 +92,15 @@ function openText(file) {
   return raw;
 }
 
-// Reads the trace file: { requests } in file order, or { refusal }.
-async function readTrace(file, blockSize) {
+// Reads the trace file: { requests } in file order, or { refusal }. Each chunk is read in its
+// 'data' event, before the error a later chunk raises, so that a read that fails refuses the
+// file at the line it fails on (REPLAY-TRACE-6). Node's gunzip drops what it decompressed of the
+// chunk that fails, so a damaged stream can be refused at an earlier line than a reader that
+// hands over every byte before the fault would name.
+function readTrace(file, blockSize) {
   const requests = [];
   const totals = { prompt: 0n };
-  let head = null; // the text's first bytes: REPLAY-TRACE-1's encoding and byte order mark
+  let head = Buffer.alloc(0); // the text's first bytes: REPLAY-TRACE-1's encoding and byte order mark
   let pending = [];
   let length = 0;
   const endLine = () => {
@@ -113,30 +117,38 @@ async function readTrace(file, blockSize) {
     if (!(result instanceof Refusal)) requests.push(result);
     return result;
   };
-  const text = openText(file);
-  try {
-    for await (const chunk of text) {
-      if (head === null || head.length < 4) head = Buffer.concat([head || Buffer.alloc(0), chunk]).subarray(0, 4);
-      for (let start = 0; start < chunk.length;) {
-        const nl = chunk.indexOf(0x0a, start);
-        const piece = chunk.subarray(start, nl < 0 ? chunk.length : nl);
-        start = nl < 0 ? chunk.length : nl + 1;
-        pending.push(piece);
-        length += piece.length;
-        if (length > MAX_LINE) return { refusal: new Refusal('REPLAY-TRACE-8', requests.length + 1, '(line)', 'a line longer than 16 MiB') };
-        const result = nl < 0 ? null : endLine();
-        if (result instanceof Refusal) return { refusal: result };
-      }
+  // The refusal of a chunk, or null once every line it ends is read.
+  const readChunk = (chunk) => {
+    if (head.length < 4) head = Buffer.concat([head, chunk]).subarray(0, 4);
+    for (let start = 0; start < chunk.length;) {
+      const nl = chunk.indexOf(0x0a, start);
+      const piece = chunk.subarray(start, nl < 0 ? chunk.length : nl);
+      start = nl < 0 ? chunk.length : nl + 1;
+      pending.push(piece);
+      length += piece.length;
+      if (length > MAX_LINE) return new Refusal('REPLAY-TRACE-8', requests.length + 1, '(line)', 'a line longer than 16 MiB');
+      const result = nl < 0 ? null : endLine();
+      if (result instanceof Refusal) return result;
     }
-  } catch (e) {
-    // REPLAY-TRACE-6: a failed read or decompression refuses the file at the line being read.
-    return { refusal: new Refusal('REPLAY-TRACE-6', requests.length + 1, '(file)', `cannot be read: ${e.message}`) };
-  } finally {
-    text.destroy();
-  }
-  if (head === null) head = Buffer.alloc(0);
-  const last = length > 0 ? endLine() : null;
-  return last instanceof Refusal ? { refusal: last } : { requests };
+    return null;
+  };
+  return new Promise((resolve) => {
+    const text = openText(file);
+    const finish = (result) => {
+      text.removeAllListeners('data');
+      text.destroy();
+      resolve(result);
+    };
+    text.on('data', (chunk) => {
+      const refusal = readChunk(chunk);
+      if (refusal) finish({ refusal });
+    });
+    text.on('error', (e) => finish({ refusal: new Refusal('REPLAY-TRACE-6', requests.length + 1, '(file)', `cannot be read: ${e.message}`) }));
+    text.on('end', () => {
+      const last = length > 0 ? endLine() : null;
+      finish(last instanceof Refusal ? { refusal: last } : { requests });
+    });
+  });
 }
 
 module.exports = { readTrace, Refusal };
