@@ -6,7 +6,8 @@
 
 class JsonError extends Error {}
 
-// Each object's members in the order written, duplicates included (REPLAY-TRACE-1, -10).
+// Each object's members in the order written, duplicates included (REPLAY-TRACE-1, -10), when
+// the parse keeps duplicates.
 const MEMBERS = new WeakMap();
 
 const ESCAPES = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
@@ -62,9 +63,10 @@ function parseObject(state, depth) {
   const obj = Object.create(null);
   const members = [];
   skipWs(state);
+  const keep = state.options.duplicates === 'keep';
   if (state.text[state.pos] === '}') {
     state.pos++;
-    MEMBERS.set(obj, members);
+    if (keep) MEMBERS.set(obj, members);
     return obj;
   }
   for (;;) {
@@ -77,17 +79,15 @@ function parseObject(state, depth) {
     state.pos++;
     skipWs(state);
     const value = parseValue(state, depth + 1);
-    if (Object.prototype.hasOwnProperty.call(obj, name.value) && state.options.duplicates !== 'keep') {
-      fail(state, `member ${JSON.stringify(name.value)} given twice`);
-    }
+    if (!keep && Object.prototype.hasOwnProperty.call(obj, name.value)) fail(state, `member ${JSON.stringify(name.value)} given twice`);
     obj[name.value] = value;
-    members.push([name.value, value]);
+    if (keep) members.push([name.value, value]);
     skipWs(state);
     const c = state.text[state.pos++];
     if (c === '}') break;
     if (c !== ',') fail(state, 'no comma or closing brace');
   }
-  MEMBERS.set(obj, members);
+  if (keep) MEMBERS.set(obj, members);
   return obj;
 }
 
