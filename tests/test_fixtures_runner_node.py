@@ -5,7 +5,7 @@ over the protocol (PROTO-17), fails a mutant, and refuses a damaged corpus whole
 
 The reference is served with its contracts off (KVSPEC_CONTRACTS=0, which the suite's conftest
 would set to `all` for the child): what is measured here is the runner and the documents, and the
-contracts make the 50,000 round trips of the corpus many times slower. Cost: about 5 s for the
+contracts make the 66,000 round trips of the corpus many times slower. Cost: about 5 s for the
 whole corpus, 1 to 2 s for each mutant (one policy's cases), under 1 s for each damaged corpus.
 """
 
