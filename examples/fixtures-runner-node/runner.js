@@ -5,7 +5,7 @@
 // See README.md.
 const path = require('node:path');
 const { loadCorpus, CorpusError } = require('./corpus.js');
-const { schemas } = require('./schema.js');
+const { schemas, SchemaError } = require('./schema.js');
 const { Implementation, ImplementationFailure } = require('./protocol.js');
 const cases = require('./cases.js');
 
@@ -101,7 +101,7 @@ async function main(argv) {
   try {
     args = parseArgs(argv);
   } catch (e) {
-    process.stderr.write(`runner.js: error: ${e.message}\n${USAGE}\n`);
+    process.stderr.write(`runner.js: error: ${e.message} (${USAGE})\n`);
     return 1;
   }
   const schema = schemas(args.spec);
@@ -109,8 +109,9 @@ async function main(argv) {
   try {
     corpus = loadCorpus(args.corpus, schema, args.known);
   } catch (e) {
-    if (!(e instanceof CorpusError)) throw e;
-    process.stderr.write(`runner.js: the corpus ${args.corpus} is refused: ${e.message}\n`);
+    if (e instanceof SchemaError) process.stderr.write(`runner.js: error: --spec ${args.spec}: ${e.message}\n`);
+    else if (e instanceof CorpusError) process.stderr.write(`runner.js: the corpus ${args.corpus} is refused: ${e.message}\n`);
+    else throw e;
     return 1;
   }
   const selected = corpus.cases.filter((k) => args.policies.length === 0 || args.policies.includes(policyOf(k)));

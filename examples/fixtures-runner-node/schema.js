@@ -13,15 +13,22 @@ const ANNOTATIONS = new Set(['$id', '$schema', '$defs', 'title', 'description', 
 const ASSERTIONS = new Set(['$ref', 'type', 'const', 'enum', 'anyOf', 'oneOf', 'properties', 'required',
   'additionalProperties', 'items', 'prefixItems', 'minItems', 'maxItems', 'minimum', 'maximum', 'pattern']);
 
+class SchemaError extends Error {}
+
 function loadSchema(file) {
-  const root = parse(fs.readFileSync(file, 'utf8')).value;
+  let root;
+  try {
+    root = parse(fs.readFileSync(file, 'utf8')).value;
+  } catch (e) {
+    throw new SchemaError(`${file}: cannot be read as JSON: ${e.message}`);
+  }
   checkKeywords(root, file);
   return root;
 }
 
 function checkKeywords(schema, file) {
   for (const [k, v] of Object.entries(schema)) {
-    if (!ANNOTATIONS.has(k) && !ASSERTIONS.has(k)) throw new Error(`${file}: keyword ${k} is not supported`);
+    if (!ANNOTATIONS.has(k) && !ASSERTIONS.has(k)) throw new SchemaError(`${file}: keyword ${k} is not supported`);
     if (k === '$defs' || k === 'properties') Object.values(v).forEach((s) => checkKeywords(s, file));
     if (k === 'anyOf' || k === 'oneOf' || k === 'prefixItems') v.forEach((s) => checkKeywords(s, file));
     if ((k === 'items' || k === 'additionalProperties') && typeof v === 'object') checkKeywords(v, file);
@@ -141,4 +148,4 @@ function schemas(specDir) {
   };
 }
 
-module.exports = { validate, schemas, equal };
+module.exports = { validate, schemas, SchemaError };
