@@ -15,6 +15,10 @@ from .errors import TraceError
 from .validation import INT64_MAX, INT64_MIN
 
 JSON_POSITION = re.compile(r" at line (\d+) column (\d+)$")
+# REPLAY-TRACE-11: how deep a value may lie below the line's object, which pydantic's JSON parser
+# decides (jiter, crates/jiter/src/errors.rs, DEFAULT_RECURSION_LIMIT = 200, as pydantic-core 2.50.5
+# builds it); tests/test_fixtures_consumer.py holds the reader to it.
+MAX_NESTING = 200
 
 HashId = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 
@@ -58,6 +62,27 @@ def repeated_key(line: bytes) -> str | None:
     return next((key for index, key in enumerate(keys) if key in keys[:index]), None)
 
 
+def non_json_number(line: bytes) -> str | None:
+    """The first NaN, Infinity or -Infinity of a line that is JSON but for them, else None: RFC 8259
+    has no such number, but pydantic's parser (jiter) and Python's json read them as doubles."""
+    found: list[str] = []
+    try:
+        json.loads(line.decode(), parse_constant=found.append)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
+def refuse_non_json_number(path: str, line_number: int, line: bytes) -> None:
+    """A line holding NaN or an infinity is not JSON, refused whole before any of its fields. Asked
+    only of a line refused otherwise: a line read holds nothing but integers, so no line read pays
+    for a second parse. (Its clauses are cited where the rule is applied, not here: the question
+    decides nothing for a line without such a number.)"""
+    if (number := non_json_number(line)) is not None:
+        what = f"{number} is not a JSON number (RFC 8259 section 6)"
+        raise TraceError(path, line_number, "(line)", "REPLAY-TRACE-1", what)  # REPLAY-TRACE-9, REPLAY-TRACE-10: the line, before its fields
+
+
 def parse_line(path: str, line_number: int, line: bytes) -> TraceRecord:
     """REPLAY-TRACE-1, REPLAY-TRACE-2: one line, or a TraceError naming its first bad field."""
     if not line.strip():
@@ -66,12 +91,15 @@ def parse_line(path: str, line_number: int, line: bytes) -> TraceRecord:
         record = TraceRecord.model_validate_json(line)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]  # REPLAY-TRACE-10: the first of TraceRecord's fields, then of the others
+        if first["type"] != "json_invalid":
+            refuse_non_json_number(path, line_number, line)
         clause = "REPLAY-TRACE-1" if first["type"] in ("json_invalid", "json_type", "model_type", "missing", "extra_forbidden") else "REPLAY-TRACE-2"
         raise TraceError(path, line_number, field_name(tuple(first["loc"])), clause, without_position(first["msg"])) from None
     # REPLAY-TRACE-1: exactly four fields. Every string of a line pydantic accepted is one of the four
     # keys (the values are integers, and no field name holds a quote), so it has 8 quotes unless a
     # key repeats: a count at C speed, and only a line with more quotes is parsed again.
     if line.count(b'"') != 8 and (key := repeated_key(line)) is not None:
+        refuse_non_json_number(path, line_number, line)  # the value read last can be an integer, an earlier one NaN
         raise TraceError(path, line_number, key, "REPLAY-TRACE-1", "duplicate key")
     return record
 

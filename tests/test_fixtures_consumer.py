@@ -30,7 +30,8 @@ from kvspec.conformance.fixtures.format import canonical
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.reference import KvspecError
 from kvspec.reference.errors import TraceError
-from kvspec.reference.models import parse_line
+from kvspec.reference.models import MAX_NESTING, parse_line
+from kvspec.reference.trace import TraceFile
 
 EXACT = 2**53 - 1  # rfc8785's integers: up to here a double holds every one
 
@@ -133,7 +134,7 @@ def test_FIX_8_the_trace_files_lines_cannot_say_are_given_as_bytes_and_the_long_
     assert not by_title["a last line without a line feed is read"].endswith(b"\n")
     assert by_title["a trace in UTF-16 (little-endian, with a byte order mark)"][:2] == b"\xff\xfe"
     damaged = [data for title, data in by_title.items() if "gzip" in title and "two" not in title]
-    assert len(damaged) == 3 and all(data[:2] == b"\x1f\x8b" for data in damaged)
+    assert len(damaged) == 4 and all(data[:2] == b"\x1f\x8b" for data in damaged)
     for data in damaged:
         with pytest.raises((EOFError, OSError, zlib.error)):
             gzip.decompress(data)
@@ -227,6 +228,67 @@ def test_REPLAY_TRACE_10_a_line_of_several_faults_is_refused_for_the_first_by_th
     assert named == expected, line
 
 
+def refusal(path: Path) -> tuple[int, str, str] | int:
+    """Where the reference's reader refuses a file (line, field, clause), or how many requests it read."""
+    try:
+        return len(list(TraceFile(path).records()))
+    except TraceError as error:
+        return error.line, error.field, error.clause
+
+
+def test_REPLAY_TRACE_6_the_reference_names_the_largest_line_the_clause_allows_and_skips_zero_padding(tmp_path: Path) -> None:
+    """Two whole lines, then bytes that are no member: a reader may name line 1 to 3, and the
+    reference, which hands over every byte it decoded, names 3; zero bytes after a member are
+    padding, and a member after them is read. A few ms."""
+    good = b'{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}\n'
+    member = gzip.compress(good * 2, mtime=0)
+    for name, data, expected in (("junk", member + b"junk", (3, "(file)", "REPLAY-TRACE-6")),
+                                 ("padded", member + bytes(10), 2), ("padded then a member", member + bytes(3) + member, 4)):
+        path = tmp_path / "trace.jsonl"
+        path.write_bytes(data)
+        assert refusal(path) == expected, name
+
+
+@pytest.mark.parametrize("field", ["timestamp", "hash_ids[1]", "x"])
+def test_REPLAY_TRACE_11_a_value_200_levels_below_the_line_s_object_is_read_and_201_refused_with_the_line(field: str) -> None:
+    """The bound, counted as the clause counts it, in a field, in hash_ids and in another field;
+    an array of 200 holding a number puts the number at 201. A few ms."""
+    def line(value: str) -> bytes:
+        fields = {"timestamp": "0", "input_length": "5", "output_length": "1", "hash_ids": "[1, 2]"}
+        if field == "x":
+            fields["x"] = value
+        elif field == "hash_ids[1]":
+            fields["hash_ids"] = f"[1, {value}]"
+        else:
+            fields["timestamp"] = value
+        return ("{" + ", ".join(f'"{name}": {text}' for name, text in fields.items()) + "}").encode()
+
+    def named(value: str) -> str:
+        with pytest.raises(TraceError) as refused:
+            parse_line("t.jsonl", 2, line(value))
+        return refused.value.field
+
+    below = 199 if field == "hash_ids[1]" else 200  # hash_ids itself is at level 1
+    assert MAX_NESTING == 200
+    assert named("[" * below + "]" * below) == field
+    assert named("[" * (below + 1) + "]" * (below + 1)) == "(line)"
+    assert named("[" * below + "1" + "]" * below) == "(line)"
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("field", ["timestamp", "hash_ids", "x", "timestamp given twice"])
+def test_REPLAY_TRACE_1_NaN_and_the_infinities_are_not_json_and_refuse_the_line_whichever_field_holds_them(field: str, value: str) -> None:
+    """Where pydantic and Python's json would read a double, the field, the extra field, or the
+    first of a key given twice (whose last value is read): the line. A few ms."""
+    lines = {"timestamp": f'{{"timestamp": {value}, "input_length": 5, "output_length": 1, "hash_ids": [1, 2]}}',
+             "hash_ids": f'{{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, {value}]}}',
+             "x": f'{{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1, 2], "x": {value}}}',
+             "timestamp given twice": f'{{"timestamp": {value}, "input_length": 5, "output_length": 1, "hash_ids": [1, 2], "timestamp": 0}}'}
+    with pytest.raises(TraceError) as refused:
+        parse_line("t.jsonl", 2, lines[field].encode())
+    assert (refused.value.field, refused.value.clause) == ("(line)", "REPLAY-TRACE-1")
+
+
 def test_REPLAY_TRACE_10_the_corpus_holds_lines_of_several_faults_and_a_fault_of_line_1_before_one_of_line_2() -> None:
     several = [case for case in trace_cases() if "REPLAY-TRACE-10" in case["clauses"] and "of several faults" in case["title"]]
     assert len(several) >= 5
@@ -305,6 +367,33 @@ def listed_twice(folder: Path, entries: list[dict[str, Any]]) -> None:
     write_manifest(folder, [*entries, entries[-1]])
 
 
+def raw_edited(folder: Path, entries: list[dict[str, Any]], kind: str, edit: Callable[[bytes], bytes]) -> None:
+    """The first case of ``kind`` with its bytes edited, and its sha256 made the manifest's again."""
+    i = next(i for i, entry in enumerate(entries) if entry["kind"] == kind)
+    path = folder / entries[i]["path"]
+    path.write_bytes(edit(path.read_bytes()))
+    entries[i] = {**entries[i], "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    write_manifest(folder, entries)
+
+
+def edited_kind(kind: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[Path, list[dict[str, Any]]], None]:
+    def fault(folder: Path, entries: list[dict[str, Any]]) -> None:
+        edited_case(folder, entries, next(i for i, entry in enumerate(entries) if entry["kind"] == kind), edit)
+    return fault
+
+
+def bytes_edited(kind: str, old: bytes, new: bytes) -> Callable[[Path, list[dict[str, Any]]], None]:
+    def fault(folder: Path, entries: list[dict[str, Any]]) -> None:
+        raw_edited(folder, entries, kind, lambda data: data.replace(old, new, 1))
+    return fault
+
+
+def refused_with(clause: str) -> Callable[[dict[str, Any]], None]:
+    def edit(case: dict[str, Any]) -> None:
+        case.update(refused=clause, totals=None) if "totals" in case else case.update(refused=clause)
+    return edit
+
+
 FAULTS = {
     "a case's sha256": (bad_sha256, r"FIX-2: its sha256 is not the manifest's"),
     "a case's title": (entry_field("title", "another title"), r"FIX-2: its title \('.*'\) is not the manifest's \('another title'\)"),
@@ -315,6 +404,17 @@ FAULTS = {
     "a snapshot at the results level": (snapshot_at_results, r"not a kvspec-fixture/1 case: replay: Value error, FIX-6"),
     "the manifest unsorted": (unsorted, r"FIX-2: not a kvspec-fixture/1 manifest: cases: .*not sorted by path"),
     "a path listed twice": (listed_twice, r"FIX-2: not a kvspec-fixture/1 manifest: cases: .*listed twice"),
+    # FIX-15: I-JSON, which Python's json would read (the last of two names, the surrogate, the NaN)
+    "a member name given twice": (bytes_edited("benefit", b"{", b'{"title": "another", '), r"FIX-1: not JSON: the member 'title' is given twice"),
+    "a lone surrogate": (bytes_edited("benefit", b'"title": "', b'"title": "\\udc00'), r"FIX-1: not JSON: .*surrogate"),
+    "a NaN": (bytes_edited("benefit", b"{", b'{"x": NaN, '), r"FIX-1: not JSON: NaN is not JSON"),
+    # FIX-15: what a kind's clause says and the schema cannot
+    "a refused replay case with requests": (edited_kind("replay", refused_with("REPLAY-CONF-1")), r"FIX-6: refused, requests and totals disagree"),
+    "a refused benefit case with operations": (edited_kind("benefit", refused_with("BEN-CONF-1")), r"FIX-7: a refused case has no operations"),
+    "a refused comparison case": (edited_kind("comparison", refused_with("BEN-CMP-1")), r"comparison\.refused: Input should be null"),
+    "a prefix case's policies out of order": (edited_kind("prefix", lambda case: case["expect"].reverse()), r"FIX-10: expect lists benefit"),
+    "a trace file past the bound": (edited_kind("trace", lambda case: case.update(file={"parts": [{"base64": "IA==", "repeat": 2**25 + 1}]})),
+                                    r"FIX-8: the trace file is 33554433 bytes, past the bound of 33554432"),
 }
 
 

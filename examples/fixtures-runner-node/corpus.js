@@ -66,7 +66,15 @@ function checkManifest(manifest, schema) {
   });
 }
 
-// What the kind's clause says and the schema cannot (FIX-6 to FIX-8).
+// FIX-8: a case's file is at most 2^25 bytes, reckoned before a byte is written.
+const MAX_TRACE_FILE = 2n ** 25n;
+
+function traceSize(file) {
+  if (file.lines) return file.lines.reduce((n, l) => n + BigInt(Buffer.byteLength(l, 'utf8') + 1), 0n);
+  return file.parts.reduce((n, p) => n + BigInt(Buffer.from(p.base64, 'base64').length) * p.repeat, 0n);
+}
+
+// What the kind's clause says and the schema cannot (FIX-6 to FIX-10).
 function kindFault(kase, schema) {
   const state = kase.level === 'state';
   if (kase.kind === 'replay') {
@@ -87,7 +95,11 @@ function kindFault(kase, schema) {
       if (error) return ['FIX-7', `operations[${j}], given a seq, is not of its protocol schema: ${error}`];
     }
   }
+  if (kase.kind === 'replay' && kase.refused !== null && kase.requests.length > 0) return ['FIX-6', 'a refused case with requests'];
+  if (kase.kind === 'benefit' && kase.refused !== null && kase.operations.length > 0) return ['FIX-7', 'a refused case with operations'];
   if (kase.kind === 'trace') {
+    const size = traceSize(kase.file);
+    if (size > MAX_TRACE_FILE) return ['FIX-8', `its file is ${size} bytes, past the bound of ${MAX_TRACE_FILE}`];
     if ((kase.refused === null) !== (kase.refused_at === null)) return ['FIX-8', 'refused and refused_at disagree'];
     if (kase.refused !== null && (kase.requests.length > 0 || kase.totals !== null)) return ['FIX-8', 'a refused trace with requests or totals'];
     if (kase.refused === null && kase.totals === null) return ['FIX-8', 'an accepted trace without totals'];

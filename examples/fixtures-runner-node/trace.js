@@ -22,8 +22,9 @@ class Refusal {
   }
 }
 
-// REPLAY-TRACE-1: UTF-16 or UTF-32 told by the first four bytes as RFC 4627 section 3 tells
-// them, or by a byte order mark.
+// REPLAY-TRACE-1: UTF-16 or UTF-32 told by line 1's first four bytes (its line feed included) as
+// RFC 4627 section 3 tells them, or by a byte order mark; a line 1 shorter than four bytes by its
+// byte order mark alone.
 function wideEncoding(b) {
   const z = (i) => b.length > i && b[i] === 0;
   const nz = (i) => b.length > i && b[i] !== 0;
@@ -55,11 +56,10 @@ function readLine(bytes, n, blockSize, totals) {
   if (bytes.every((b) => BLANK.has(b))) return refuse('REPLAY-TRACE-1', '(line)', 'a blank line');
   let parsed;
   try {
-    parsed = parse(UTF8.decode(bytes), { duplicates: 'keep', loneSurrogates: 'keep' });
+    parsed = parse(UTF8.decode(bytes), { duplicates: 'keep' });
   } catch (e) {
     return refuse('REPLAY-TRACE-1', '(line)', `not UTF-8 JSON (${e.message})`);
   }
-  if (parsed.loneSurrogateName) return refuse('REPLAY-TRACE-1', '(line)', 'a name with a lone surrogate');
   const record = parsed.value;
   if (record === null || typeof record !== 'object' || Array.isArray(record)) return refuse('REPLAY-TRACE-1', '(line)', 'not a JSON object');
   for (const name of FIELDS) {
@@ -100,16 +100,15 @@ function openText(file) {
 function readTrace(file, blockSize) {
   const requests = [];
   const totals = { prompt: 0n };
-  let head = Buffer.alloc(0); // the text's first bytes: REPLAY-TRACE-1's encoding and byte order mark
   let pending = [];
   let length = 0;
-  const endLine = () => {
+  const endLine = (ended) => {
     const n = requests.length + 1;
     let bytes = Buffer.concat(pending, length);
     pending = [];
     length = 0;
     if (n === 1) {
-      const wide = wideEncoding(head);
+      const wide = wideEncoding(ended ? Buffer.concat([bytes, Buffer.from([0x0a])]) : bytes);
       if (wide) return new Refusal('REPLAY-TRACE-1', 1, '(file)', `the trace is in ${wide}, not UTF-8`);
       if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3); // RFC 8259 section 8.1
     }
@@ -119,7 +118,6 @@ function readTrace(file, blockSize) {
   };
   // The refusal of a chunk, or null once every line it ends is read.
   const readChunk = (chunk) => {
-    if (head.length < 4) head = Buffer.concat([head, chunk]).subarray(0, 4);
     for (let start = 0; start < chunk.length;) {
       const nl = chunk.indexOf(0x0a, start);
       const piece = chunk.subarray(start, nl < 0 ? chunk.length : nl);
@@ -127,7 +125,7 @@ function readTrace(file, blockSize) {
       pending.push(piece);
       length += piece.length;
       if (length > MAX_LINE) return new Refusal('REPLAY-TRACE-8', requests.length + 1, '(line)', 'a line longer than 16 MiB');
-      const result = nl < 0 ? null : endLine();
+      const result = nl < 0 ? null : endLine(true);
       if (result instanceof Refusal) return result;
     }
     return null;
@@ -145,7 +143,7 @@ function readTrace(file, blockSize) {
     });
     text.on('error', (e) => finish({ refusal: new Refusal('REPLAY-TRACE-6', requests.length + 1, '(file)', `cannot be read: ${e.message}`) }));
     text.on('end', () => {
-      const last = length > 0 ? endLine() : null;
+      const last = length > 0 ? endLine(false) : null;
       finish(last instanceof Refusal ? { refusal: last } : { requests });
     });
   });
