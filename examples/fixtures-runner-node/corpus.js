@@ -6,6 +6,7 @@ const crypto = require('node:crypto');
 const { parse } = require('./json.js');
 const { validate } = require('./schema.js');
 const { digest } = require('./canonical.js');
+const { REPLY_SCHEMA } = require('./protocol.js');
 
 class CorpusError extends Error {
   constructor(file, clause, what) {
@@ -15,17 +16,9 @@ class CorpusError extends Error {
 
 const FORMAT = 'kvspec-fixture/1';
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-// The reply schema of each benefit operation: the table in the schema's BenefitStep.expect.
-const BENEFIT_REPLIES = {
-  consider_admission: 'decision-reply',
-  record_hit: 'decision-reply',
-  record_miss: 'access-reply',
-  observe_pressure: 'access-reply',
-  choose_victims: 'victims-reply',
-  select_probation_cap_victims: 'cap_repair-reply',
-  remove: 'cap_repair-reply',
-};
+// The benefit operations of PROTO-21 to PROTO-27 (benefit_state, PROTO-28, is no operation of a case).
+const BENEFIT_OPERATIONS = new Set(['consider_admission', 'record_hit', 'record_miss', 'observe_pressure', 'choose_victims',
+  'select_probation_cap_victims', 'remove']);
 
 function readBytes(file, shown, clause = 'FIX-2') {
   try {
@@ -86,7 +79,7 @@ function kindFault(kase, schema) {
     const i = kase.operations.findIndex((o) => ('state' in o) !== state);
     if (i >= 0) return ['FIX-7', `operations[${i}] ${state ? 'has no' : 'has a'} state at the ${kase.level} level`];
     for (const [j, op] of kase.operations.entries()) {
-      const reply = BENEFIT_REPLIES[op.request.cmd];
+      const reply = BENEFIT_OPERATIONS.has(op.request.cmd) && REPLY_SCHEMA[op.request.cmd];
       if (!reply) return ['FIX-7', `operations[${j}].request.cmd is not an operation of PROTO-21 to PROTO-27`];
       const seq = { seq: 0n };
       const error = validate(schema(`adapter/${op.request.cmd}-request.schema.json`), { ...op.request, ...seq })

@@ -182,4 +182,4 @@ class Implementation {
   }
 }
 
-module.exports = { Implementation, ImplementationFailure };
+module.exports = { Implementation, ImplementationFailure, REPLY_SCHEMA };
