@@ -15,7 +15,7 @@ the same score(). What it indexes:
   (BEN-ADMIT-7, BEN-HIT-1; a miss sets none), so it is unique among entries and the order by
   (last_observation, key) is the order of the ticks: two insertion-ordered dicts, the probation
   entries without hits and those with, an entry moving to the end when it is hit. The cap walks
-  them releasing each candidate's references in a scratch overlay of the segments it touches, not
+  them releasing each candidate's references in a scratch overlay of the segments it touches (indexed_charge.py), not
   a copy of the ledger; the caller's removal of the first victim consumes the walk's result;
 - the victim order (BEN-VICTIM-2): the same first dict, then a heap of (score, key) refreshed
   lazily (indexed_scores.py); BEN-VICTIM-4's freed bytes count each segment's chosen references;
@@ -29,7 +29,7 @@ from itertools import chain
 
 from kvspec.adapters.benefit import BenefitState, EntryView, ReferenceBenefitAdapter
 from kvspec.adapters.interface import Identity
-from kvspec.conformance.measurement.indexed_charge import charge_bounds, share_terms, whole
+from kvspec.conformance.measurement.indexed_charge import Released, Shares, charge_bounds, released_charge, share_terms, whole
 from kvspec.conformance.measurement.indexed_scores import ScoreOrder
 from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.benefit import BenefitPolicy, CapRepair, CostSample, Decision, Victims
@@ -39,12 +39,6 @@ from kvspec.reference.benefit.policy import Ghost
 from kvspec.reference.benefit.score import Entry
 from kvspec.reference.benefit.selection import charge_after, in_grace
 from kvspec.reference.validation import INT64_MAX
-
-# A segment's part of the probation charge: its probation references p, and its share (as
-# indexed_charge.share_terms gives it) and whether it is inexact, which each of the p counts once.
-Shares = tuple[int, int, int]
-# The cap walk's view of a segment it released references of: references, size, then as Shares.
-Released = tuple[int, int, int, int, int]
 
 
 @dataclass(slots=True, eq=False)
@@ -293,29 +287,9 @@ class IndexedBenefitPolicy(BenefitPolicy):
             victims.append(key)
             total -= whole(entry.exclusive_bytes)
             additions -= 2 + len(entry.segments)
-            for segment_id in entry.segments:
-                segment = ledger[segment_id]
-                if len(segment.refs) == 1:  # the victim's alone, so no earlier victim's: it goes
-                    _, share, partial = shares[segment_id]
-                    total -= share
-                    inexact -= partial
-                    continue
-                seen = released.get(segment_id)
-                if seen is None:
-                    probation, share, partial = shares[segment_id]
-                    refs, size = len(segment.refs) - 1, segment.size
-                else:
-                    refs, size, probation, share, partial = seen
-                    refs -= 1
-                total -= probation * share
-                inexact -= probation * partial
-                probation -= 1
-                if refs:  # the shares of the others rise
-                    if probation:
-                        share, partial = share_terms(size, refs)
-                        total += probation * share
-                        inexact += probation * partial
-                    released[segment_id] = (refs, size, probation, share, partial)
+            change, partials = released_charge(entry.segments, ledger, shares, released)
+            total += change
+            inexact += partials
             if self.within_budget(total, additions, inexact, victims):
                 return self.pend(pinned, CapRepair("satisfied", tuple(victims)))
         shortfall = self.charge(total, additions, inexact, victims) - self.config.probation_byte_budget

@@ -42,9 +42,17 @@ they are equal; otherwise it computes the literal charge (the fallback, counted)
 from functools import lru_cache
 from math import ldexp
 
+from kvspec.reference.benefit.ledger import Ledger
+
 SCALE = 128  # every leaf times 2**SCALE is a whole number (the proof above needs 116)
 EXACT_LIMIT = 2**53 << SCALE  # up to S = 2**53, a sum of whole leaves is computed exactly
 DOUBLE_UNITS = 2**53  # 1 / u
+
+# A segment's part of the probation charge: its probation references p, and its share (as
+# share_terms gives it) and whether it is inexact, which each of the p counts once.
+Shares = tuple[int, int, int]
+# The cap walk's view of a segment it released references of: references, size, then as Shares.
+Released = tuple[int, int, int, int, int]
 
 
 def whole(exclusive_bytes: int) -> int:
@@ -73,3 +81,35 @@ def charge_bounds(total: int, additions: int, inexact: int) -> tuple[int, int]:
         return exact, exact
     error = -(-additions * total // (DOUBLE_UNITS - additions))
     return ceiling(total - error), ceiling(total + error)
+
+
+def released_charge(segment_ids: list[int], ledger: Ledger, shares: dict[int, Shares],
+                    released: dict[int, Released]) -> tuple[int, int]:
+    """BEN-CAP-3: what one more cap victim's segments change of the charge (S and the inexact
+    leaves), its references released in ``released``, the walk's scratch view of the segments it
+    touches; the ledger itself untouched."""
+    total = inexact = 0
+    for segment_id in segment_ids:
+        segment = ledger[segment_id]
+        if len(segment.refs) == 1:  # the victim's alone, so no earlier victim's: it goes
+            _, share, partial = shares[segment_id]
+            total -= share
+            inexact -= partial
+            continue
+        seen = released.get(segment_id)
+        if seen is None:
+            probation, share, partial = shares[segment_id]
+            refs, size = len(segment.refs) - 1, segment.size
+        else:
+            refs, size, probation, share, partial = seen
+            refs -= 1
+        total -= probation * share
+        inexact -= probation * partial
+        probation -= 1
+        if refs:  # the shares of the others rise
+            if probation:
+                share, partial = share_terms(size, refs)
+                total += probation * share
+                inexact += probation * partial
+            released[segment_id] = (refs, size, probation, share, partial)
+    return total, inexact
