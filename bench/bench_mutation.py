@@ -1,5 +1,5 @@
 """The mutation score of the suite (issue 10, section 2): cosmic-ray mutates the independent
-implementations (CanonicalS3FIFO in conformance/galleries/mutants.py, CanonicalBenefit in
+implementations (CanonicalS3FIFO in conformance/galleries/canonical_s3fifo.py, CanonicalBenefit in
 conformance/galleries/benefit_mutants.py, with the helpers each uses; never the gallery's subclasses,
 which the canonical adapter never runs) one mutation at a time, and for each mutant this script,
 as cosmic-ray's test command, asks two judges whether it still passes:
@@ -53,8 +53,8 @@ class Module:
 
 
 MODULES = {
-    "mutants": Module("conformance/galleries/mutants.py", "kvspec.conformance.galleries.mutants:canonical", ("s3fifo", "lru", "fifo"),
-                      ("INT64_MAX", "is_int", "CanonicalS3FIFO", "canonical")),
+    "mutants": Module("conformance/galleries/canonical_s3fifo.py", "kvspec.conformance.galleries.mutants:canonical", ("s3fifo", "lru", "fifo"),
+                      ("INT64_MAX", "is_int", "CanonicalS3FIFO")),
     "benefit_mutants": Module("conformance/galleries/benefit_mutants.py", "kvspec.conformance.galleries.benefit_mutants:canonical", ("benefit",),
                               ("valid", "net", "Item", "CanonicalBenefit", "canonical")),
 }
@@ -356,7 +356,7 @@ def write_score(work: Path, output: Path, equivalents_path: Path, seconds: dict[
         "How much of what can go wrong in an implementation the suite catches, measured rather than guessed (issue 10, section 2).",
         "[cosmic-ray](https://cosmic-ray.readthedocs.io) 8.7 applies every one of its core mutation operators, one mutation at a time,",
         "to the independent implementations the conformance suite certifies against the reference: `CanonicalS3FIFO` (S3FIFO, LRU,",
-        "FIFO) with the helpers it uses in conformance/galleries/mutants.py, and `CanonicalBenefit` with its helpers in",
+        "FIFO) with the helpers it uses in conformance/galleries/canonical_s3fifo.py, and `CanonicalBenefit` with its helpers in",
         "conformance/galleries/benefit_mutants.py (never the gallery's subclasses, which the canonical adapter does not run). Two judges",
         "look at each mutant:",
         "",
