@@ -27,9 +27,11 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.wire import config_json
+from kvspec.conformance.certification.clauses import own as own_prefix
 from kvspec.conformance.core.citations import cited
 from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Request
@@ -68,8 +70,20 @@ def consistent(*clauses: str, evidence: str = "") -> Diagnosis:
 
 def own(policy: str, clauses: Iterable[str]) -> list[str]:
     """The clauses a policy's verdict may cite: the replay's and its own."""
-    prefix = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}[policy]
-    return [c for c in clauses if c.startswith(("REPLAY-", prefix))]
+    return [c for c in clauses if c.startswith(("REPLAY-", own_prefix(policy)))]
+
+
+class OneQueue(NamedTuple):
+    """The rules of a policy of one queue (spec/lru.md, spec/fifo.md) that a diagnosis names."""
+
+    cap: str
+    evict: str
+    hit: str
+    admit: str
+
+
+ONE_QUEUE = {"lru": OneQueue("LRU-CAP-1", "LRU-EVICT-1", "LRU-ACCESS-1", "LRU-ADMIT-1"),
+             "fifo": OneQueue("FIFO-CAP-1", "FIFO-EVICT-1", "FIFO-ACCESS-1", "FIFO-ADMIT-1")}
 
 
 def eviction_clauses(policy: str) -> tuple[str, ...]:
@@ -77,13 +91,13 @@ def eviction_clauses(policy: str) -> tuple[str, ...]:
     if policy == "s3fifo":
         return ("S3-ACCESS-4", "S3-ADMIT-S-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
                 "S3-ADMIT-M-3", "S3-ACCESS-3", "S3-GHOST-2", "S3-CONF-2", "S3-CONF-4")
-    name = policy.upper()
-    return (f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
+    rules = ONE_QUEUE[policy]
+    return (rules.evict, rules.hit, rules.admit)
 
 
 def count_clauses(policy: str) -> tuple[str, ...]:
     """The clause that makes the resident count the number of resident blocks."""
-    return ("S3-FINAL-1",) if policy == "s3fifo" else (f"{policy.upper()}-CAP-1",)
+    return ("S3-FINAL-1",) if policy == "s3fifo" else (ONE_QUEUE[policy].cap,)
 
 
 # -- the configuration ----------------------------------------------------------------------------
@@ -174,7 +188,7 @@ def invariant_diagnosis(config: AdapterConfig, hash_ids: list[int], state: Snaps
             broken.append("REPLAY-QUEUE-1")
             because.append(f"{name} holds a hash twice")
     if config.policy != "s3fifo":
-        clause = f"{config.policy.upper()}-CAP-1"
+        clause = ONE_QUEUE[config.policy].cap
         if state.small or state.ghost:
             broken.append(clause)
             because.append("it reports a queue besides its one queue")
@@ -231,10 +245,10 @@ def queue_diagnosis(config: AdapterConfig, request: Request, before: Snapshot, e
         return found
     if placed is not None:
         return placed
-    name = config.policy.upper()
+    rules = ONE_QUEUE[config.policy]
     if {h for h, _ in expected.main} == {h for h, _ in actual.main}:
-        return consistent(f"{name}-ACCESS-1", f"{name}-ADMIT-1", evidence="; the same blocks, in another order")
-    return consistent(f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
+        return consistent(rules.hit, rules.admit, evidence="; the same blocks, in another order")
+    return consistent(*eviction_clauses(config.policy))
 
 
 def variant_diagnosis(variants: list[tuple[str, ...]], evidence: str) -> Diagnosis:
@@ -360,7 +374,7 @@ def order_clauses(expected: Snapshot, actual: Snapshot) -> tuple[str, ...]:
         return ("S3-ACCESS-1", "S3-ADMIT-S-4")
     if expected.main != actual.main:
         return ("S3-ADMIT-M-2", "S3-ADMIT-M-4", "S3-ACCESS-2")
-    return ("S3-GHOST-3", "S3-ADMIT-S-3", "S3-ADMIT-M-3")  # not S3-GHOST-1, which S3-QUEUE-2 makes unreachable (findings F-10)
+    return ("S3-GHOST-3", "S3-ADMIT-S-3", "S3-ADMIT-M-3")  # not G's re-insertion, unreachable by S3-QUEUE-2 (findings F-10)
 
 
 def describe(place: Place) -> str:
