@@ -4,9 +4,10 @@ A diagnosis names a clause only when its broken rule explains the symptom on the
 own state, and says "consistent with" where more than one rule would, or where the state cannot
 be seen. The evidence, strongest first:
 
-1. At the state level, the implementation's own queues against every invariant (S3-INV-1 to
-   S3-INV-3, S3-QUEUE-2, S3-FREQ-1, REPLAY-QUEUE-1; LRU-CAP-1, FIFO-CAP-1): a broken one leads.
-2. Variants of the spec with one rule broken (the mutant gallery, conformance/galleries/mutants.py): at the
+1. At the state level, the implementation's own queues against every invariant, by the
+   reference's own checks of a state (S3-INV-1 to S3-INV-3, S3-QUEUE-2, S3-FREQ-1; LRU-CAP-1,
+   FIFO-CAP-1) and the snapshot's REPLAY-QUEUE-1: a broken one leads.
+2. Variants of the spec with one rule broken (variants.py: the reference with one step replaced): at the
    state level each starts from the implementation's own queues before the request, and is named
    when it gives exactly the implementation's queues after it; at the results level each replays
    the whole trace, and the diagnosis is consistent with every variant that gives every answer
@@ -32,13 +33,13 @@ from typing import NamedTuple
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.wire import config_json
 from kvspec.conformance.certification.clauses import own as own_prefix
+from kvspec.conformance.certification.variants import VARIANTS, Variant
 from kvspec.conformance.core.citations import cited
 from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Request
-from kvspec.conformance.galleries.mutants import MUTANT_CLASSES, CanonicalS3FIFO, is_int
-from kvspec.reference import S3FIFO, ConfigError, ReplayConfig, make_policy
+from kvspec.reference import FIFO, LRU, S3FIFO, ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
-from kvspec.reference.s3fifo import derive_caps
+from kvspec.reference.s3fifo import Caps, derive_caps, freqs_in_range, queues_are_disjoint, within_caps
 
 
 @dataclass(frozen=True)
@@ -178,49 +179,75 @@ def accepts(adapter: Adapter, config: AdapterConfig) -> bool | None:
 
 
 def invariant_diagnosis(config: AdapterConfig, hash_ids: list[int], state: Snapshot) -> Diagnosis | None:
-    """Every invariant of the policy, checked on the implementation's own queues; None if all hold."""
-    broken: list[str] = []
-    because: list[str] = []
-    explained: list[str] = []
+    """Every invariant of the policy, checked on the implementation's own queues by the
+    reference's own checks (reference/s3fifo.py, lru.py, fifo.py); None if all hold."""
     queues = {"small": [h for h, _ in state.small], "main": [h for h, _ in state.main], "ghost": list(state.ghost)}
-    for name, hashes in queues.items():
-        if len(set(hashes)) != len(hashes):
-            broken.append("REPLAY-QUEUE-1")
-            because.append(f"{name} holds a hash twice")
-    if config.policy != "s3fifo":
-        clause = ONE_QUEUE[config.policy].cap
-        if state.small or state.ghost:
-            broken.append(clause)
-            because.append("it reports a queue besides its one queue")
-        if len(state.main) > config.capacity:
-            broken.append(clause)
-            because.append(f"its queue holds {len(state.main)} hashes, above capacity {config.capacity}")
-        return named(*dict.fromkeys(broken), evidence="; " + "; ".join(because)) if broken else None
-    caps = derive_caps(config.capacity, config.small_ratio, config.max_freq)
-    freqs = [(h, f) for h, f in state.small + state.main]
-    wrong_type = [(h, f) for h, f in freqs if not is_int(f) or f < 0]
-    too_high = [(h, f) for h, f in freqs if is_int(f) and f > caps.max_freq]
-    if too_high and any(h in hash_ids for h, _ in too_high):
-        broken.append("S3-FREQ-2")  # only an increment raises a freq, and it saturates
-    if wrong_type or too_high:
-        broken.append("S3-FREQ-1")
-        because.append(f"freq {(wrong_type + too_high)[0][1]!r} of {(wrong_type + too_high)[0][0]} is not an integer in [0, {caps.max_freq}]")
-    pairs = (("S", "small", "M", "main"), ("S", "small", "G", "ghost"), ("M", "main", "G", "ghost"))
-    for a, one, b, other in pairs:
-        both = set(queues[one]) & set(queues[other])
-        if both:
-            broken.append("S3-QUEUE-2")
-            because.append(f"{sorted(both, key=repr)[0]!r} is in {a} and in {b}")
-    for name, clause, size, cap, why in (("S", "S3-INV-1", len(state.small), caps.small_cap, ("S3-ADMIT-S-1", "S3-CONF-2")),
-                                         ("M", "S3-INV-2", len(state.main), caps.main_cap, ("S3-ADMIT-M-1", "S3-ADMIT-M-3", "S3-CONF-3")),
-                                         ("G", "S3-INV-3", len(state.ghost), caps.ghost_cap, ("S3-GHOST-2", "S3-CONF-4"))):
-        if size > cap:
-            broken.append(clause)
-            explained += why
-            because.append(f"{name} holds {size} entries, above its size {cap}")
-    if not broken:
+    found = [("REPLAY-QUEUE-1", f"{name} holds a hash twice") for name, hashes in queues.items() if len(set(hashes)) != len(hashes)]
+    explained: list[str] = []
+    if config.policy == "s3fifo":
+        caps = derive_caps(config.capacity, config.small_ratio, config.max_freq)
+        found += freq_breaks(caps, hash_ids, state) + overlaps(caps, state)
+        for clause, why, explains in sizes_over_caps(caps, state):
+            found.append((clause, why))
+            explained += explains
+    else:
+        found += one_queue_breaks(config, state)
+    if not found:
         return None
-    return Diagnosis(named=tuple(dict.fromkeys(broken)), consistent=tuple(explained), evidence="; " + "; ".join(because))
+    return Diagnosis(named=tuple(dict.fromkeys(c for c, _ in found)), consistent=tuple(explained),
+                     evidence="; " + "; ".join(why for _, why in found if why))
+
+
+def one_queue_breaks(config: AdapterConfig, state: Snapshot) -> list[tuple[str, str]]:
+    """LRU-CAP-1, FIFO-CAP-1: one queue (PROTO-12: in main), within capacity by the reference's own check."""
+    clause, found = ONE_QUEUE[config.policy].cap, []
+    if state.small or state.ghost:
+        found.append((clause, "it reports a queue besides its one queue"))
+    queue = OrderedDict.fromkeys((h for h, _ in state.main), True)
+    if not (LRU(config.capacity, queue) if config.policy == "lru" else FIFO(config.capacity, queue)).state_invariants_hold():
+        found.append((clause, f"its queue holds {len(state.main)} hashes, above capacity {config.capacity}"))
+    return found
+
+
+def s3fifo_cache(caps: Caps, small: Iterable[tuple[int, int]] = (), main: Iterable[tuple[int, int]] = (), ghost: Iterable[int] = ()) -> S3FIFO:
+    """Queues of an implementation as the reference's cache, for the reference's checks of a state."""
+    return S3FIFO(caps, OrderedDict(small), OrderedDict(main), OrderedDict.fromkeys(ghost, True))
+
+
+def freq_breaks(caps: Caps, hash_ids: list[int], state: Snapshot) -> list[tuple[str, str]]:
+    """S3-FREQ-1 by the reference's freqs_in_range, entry by entry; S3-FREQ-2 where a freq above
+    max_freq is one the request raised (only an increment raises a freq, and it saturates)."""
+    out = [(h, f) for h, f in state.small + state.main if type(f) is not int or not freqs_in_range(s3fifo_cache(caps, small=[(h, f)]))]
+    too_high = [(h, f) for h, f in out if type(f) is int and f > 0]
+    if not out:
+        return []
+    h, f = ([e for e in out if e not in too_high] + too_high)[0]
+    freq_1 = ("S3-FREQ-1", f"freq {f!r} of {h} is not an integer in [0, {caps.max_freq}]")
+    return [("S3-FREQ-2", ""), freq_1] if any(h in hash_ids for h, _ in too_high) else [freq_1]
+
+
+def overlaps(caps: Caps, state: Snapshot) -> list[tuple[str, str]]:
+    """S3-QUEUE-2 by the reference's queues_are_disjoint, queue pair by queue pair."""
+    queues = {"S": ("small", state.small, {h for h, _ in state.small}), "M": ("main", state.main, {h for h, _ in state.main}),
+              "G": ("ghost", state.ghost, set(state.ghost))}
+    found = []
+    for a, b in (("S", "M"), ("S", "G"), ("M", "G")):
+        (one, entries_a, hashes_a), (other, entries_b, hashes_b) = queues[a], queues[b]
+        if not queues_are_disjoint(s3fifo_cache(caps, **{one: entries_a, other: entries_b})):
+            found.append(("S3-QUEUE-2", f"{sorted(hashes_a & hashes_b, key=repr)[0]!r} is in {a} and in {b}"))
+    return found
+
+
+def sizes_over_caps(caps: Caps, state: Snapshot) -> list[tuple[str, str, tuple[str, ...]]]:
+    """S3-INV-1 to S3-INV-3 by the reference's within_caps, queue by queue, each with the rules
+    that would explain the queue above its size."""
+    found = []
+    for name, clause, queue, size, why in (("S", "S3-INV-1", {"small": state.small}, caps.small_cap, ("S3-ADMIT-S-1", "S3-CONF-2")),
+                                           ("M", "S3-INV-2", {"main": state.main}, caps.main_cap, ("S3-ADMIT-M-1", "S3-ADMIT-M-3", "S3-CONF-3")),
+                                           ("G", "S3-INV-3", {"ghost": state.ghost}, caps.ghost_cap, ("S3-GHOST-2", "S3-CONF-4"))):
+        if not within_caps(s3fifo_cache(caps, **queue)):
+            found.append((clause, f"{name} holds {len(next(iter(queue.values())))} entries, above its size {size}", why))
+    return found
 
 
 # -- the implementation's own state: a queue difference -------------------------------------------
@@ -423,7 +450,7 @@ def hit_token_diagnosis(config: AdapterConfig, request: Request, resident: set[i
 # -- the results level: the state is not visible --------------------------------------------------
 
 
-def held_blocks(adapter: Adapter | CanonicalS3FIFO, blocks: Iterable[int]) -> frozenset[int] | None:
+def held_blocks(adapter: Adapter | Variant, blocks: Iterable[int]) -> frozenset[int] | None:
     """The blocks the implementation's own prefix scan finds resident, asked one block at a time
     (one block of one token: 1 if resident); None if it fails to answer."""
     try:
@@ -458,7 +485,7 @@ def results_diagnosis(adapter: Adapter, config: AdapterConfig, trace: list[Reque
     return consistent(*eviction_clauses(config.policy))
 
 
-def replays_alike(variant: CanonicalS3FIFO, config: AdapterConfig, trace: list[Request], hit: int | None, count: int | None,
+def replays_alike(variant: Variant, config: AdapterConfig, trace: list[Request], hit: int | None, count: int | None,
                   held: frozenset[int] | None, blocks: list[int]) -> bool:
     """Whether ``variant`` gives the answers the implementation gave: the reference's up to the
     last request, then ``hit`` (or the reference's hit tokens and ``count``), and ``held``."""
@@ -485,41 +512,23 @@ def replays_alike(variant: CanonicalS3FIFO, config: AdapterConfig, trace: list[R
 # -- variants of the spec with one rule broken ----------------------------------------------------
 
 
-class HitRequeues(CanonicalS3FIFO):
-    """FIFO with LRU's hit: a resident block is requeued at the tail. Breaks FIFO-ACCESS-1."""
-
-    breaks = "FIFO-ACCESS-1"
-
-    def fifo_access(self, h: int) -> None:
-        self.lru_access(h)
-
-
-class HitChangesNothing(CanonicalS3FIFO):
-    """LRU with FIFO's hit: a resident block stays where it is. Breaks LRU-ACCESS-1."""
-
-    breaks = "LRU-ACCESS-1"
-
-    def lru_access(self, h: int) -> None:
-        self.fifo_access(h)
-
-
-def variants_for(policy: str) -> list[tuple[type[CanonicalS3FIFO], tuple[str, ...]]]:
+def variants_for(policy: str) -> list[tuple[type[Variant], tuple[str, ...]]]:
     """The variants that break one rule of ``policy`` or of the replay, with the clauses each breaks."""
     found = []
-    for variant in (*MUTANT_CLASSES, HitRequeues, HitChangesNothing):
+    for variant in VARIANTS:
         clauses = sorted(cited(variant.breaks), key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1])))
         if clauses and own(policy, clauses) == clauses:
             found.append((variant, tuple(clauses)))
     return found
 
 
-def from_state(variant: CanonicalS3FIFO, config: AdapterConfig, before: Snapshot, request: Request) -> Snapshot | None:
+def from_state(variant: Variant, config: AdapterConfig, before: Snapshot, request: Request) -> Snapshot | None:
     """The queues ``variant`` leaves after ``request``, started from the queues ``before``."""
     try:
         variant.configure(config)
     except ConfigRefused:
         return None
-    variant.small, variant.main, variant.ghost = OrderedDict(before.small), OrderedDict(before.main), OrderedDict.fromkeys(before.ghost)
+    variant.start_from(before)
     variant.hit_tokens(*request)  # the suite's order: the scan, then the accesses
     variant.access(request[0])
     return variant.snapshot()
