@@ -25,13 +25,12 @@ from kvspec.conformance.certification.diagnosis import (
     hit_token_diagnosis,
     named,
     own,
-    queue_diagnosis,
-    queue_difference,
     refusal_group,
     refused_wrongly,
     resident_count_diagnosis,
     results_diagnosis,
 )
+from kvspec.conformance.certification.placement import queue_diagnosis, queue_difference
 from kvspec.conformance.core.output import plural
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import CapRepair, Decision, Victims
