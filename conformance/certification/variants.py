@@ -3,8 +3,9 @@ divergence through (diagnosis.py), each naming in ``breaks`` the clauses it brea
 
 A variant is the reference behind the Adapter interface (adapters/reference.py) with one step of
 a request replaced: the policy that runs, its queue sizes, the prefix scan's residency test, the
-longest prefix, the hit tokens, the blocks accessed or the resident count. Every other step is
-the reference's own, contracts included.
+longest prefix, the hit tokens, the blocks accessed or the resident count; or the reference in a
+dialect of one variation point (spec/dialects.md) that replaces the rule. Every other step is the
+reference's own, contracts included.
 """
 
 from collections import OrderedDict
@@ -12,6 +13,7 @@ from collections import OrderedDict
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.reference import FIFO, LRU, S3FIFO, Caps, ConfigError, ReplayConfig, make_policy
+from kvspec.reference.dialects import VARIATIONS, DialectS3FIFO
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
 
@@ -35,7 +37,7 @@ class Variant(ReferenceAdapter):
     def start_from(self, before: Snapshot) -> None:
         """The queues ``before`` (the implementation's, PROTO-12) in place of the cache's own."""
         cache = self._cache()
-        if isinstance(cache, S3FIFO):
+        if isinstance(cache, S3FIFO | DialectS3FIFO):
             cache.small, cache.main, cache.ghost = OrderedDict(before.small), OrderedDict(before.main), OrderedDict.fromkeys(before.ghost, True)
         elif isinstance(cache, LRU):
             cache.recency = OrderedDict.fromkeys((h for h, _ in before.main), True)
@@ -151,6 +153,26 @@ class NoSecondChance(Variant):
                 cache.main[head] = freq
 
 
+class InDialect(Variant):
+    """The reference in a dialect of one variation point (spec/dialects.md), for the policies it
+    applies to: the variation point replaces the canonical rules it names, and no other."""
+
+    point = ""
+
+    def configure(self, config: AdapterConfig) -> None:
+        super().configure(config)  # the canonical spec's refusals
+        if config.policy in VARIATIONS[self.point].policies:
+            self._policy = make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq,
+                                                    frozenset({self.point})))
+
+
+class FreqResetOnPromotion(InDialect):
+    """Seed 000's "freq reset on S → M promotion": the dialect promote-freq-reset (S3-DIALECT-10)."""
+
+    point = "promote-freq-reset"
+    breaks = ", ".join(VARIATIONS[point].replaces)
+
+
 class IntSmallCap(Variant):
     """Seed 000's "int() instead of round() for small_cap": small_cap = int(capacity × small_ratio),
     refused by S3-CONF-5 where that leaves a queue without an entry."""
@@ -174,4 +196,5 @@ class IntSmallCap(Variant):
 
 
 VARIANTS: tuple[type[Variant], ...] = (LruInsteadOfS3FIFO, NoMinClamp, GhostCountedAsResident, SetIntersection, FreqOnlyOnPrefixHits,
-                                       GhostInFinalSize, NoSecondChance, IntSmallCap, HitRequeues, HitChangesNothing)
+                                       GhostInFinalSize, NoSecondChance, FreqResetOnPromotion, IntSmallCap, HitRequeues,
+                                       HitChangesNothing)
