@@ -45,7 +45,8 @@ from kvspec.reference.benefit import BenefitConfig, CostSample
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
-TEST_FILES = ("test_adapters.py", "test_faults.py", "test_hostile_implementations.py", "test_badge.py", "test_matrix_html.py")  # together they name every PROTO clause
+TEST_FILES = ("test_adapters.py", "test_faults.py", "test_hostile_implementations.py", "test_badge.py", "test_matrix_html.py",
+              "test_checked_clauses.py")  # together they name every PROTO clause
 SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
 
 

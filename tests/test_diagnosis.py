@@ -7,6 +7,7 @@ only where its broken rule explains the symptom on that state; "consistent with"
 one rule would, or where the state is not visible (the results level); the policy's own clauses.
 """
 
+import random
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,12 +16,14 @@ import pytest
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import state_of
-from kvspec.adapters.interface import AdapterConfig, Snapshot
+from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
+from kvspec.conformance.certification import variants
 from kvspec.conformance.certification.benefit_diagnosis import state_clauses
 from kvspec.conformance.certification.benefit_machine import benefit_machine_for
 from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.lockstep import Divergence, Lockstep
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
+from kvspec.conformance.galleries.mutants import MUTANTS as GALLERY
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CostSample
 
@@ -389,3 +392,43 @@ def test_the_report_lists_what_the_evidence_is_only_consistent_with(tmp_path: Pa
     assert verdict.clauses["S3-INV-1"] == "fail"
     assert all(verdict.clauses[c] == "inconclusive" for c in set(first.consistent_with) - shown_anywhere)
     assert f"- clauses: S3-INV-1; consistent with {' or '.join(first.consistent_with)}" in (tmp_path / "report.md").read_text()
+
+
+# -- the variants: the reference with one rule broken ----------------------------------------------
+
+# Each variant of the diagnosis beside the gallery mutant that makes the same mistake on its own code.
+SAME_MISTAKE = {variants.LruInsteadOfS3FIFO: "lru-instead-of-s3fifo", variants.NoMinClamp: "no-min-clamp",
+                variants.GhostCountedAsResident: "ghost-counted-as-resident", variants.SetIntersection: "set-intersection",
+                variants.FreqOnlyOnPrefixHits: "freq-only-on-prefix-hits", variants.GhostInFinalSize: "ghost-in-final-size",
+                variants.NoSecondChance: "plain-fifo-main", variants.FreqResetOnPromotion: "freq-reset-on-promotion",
+                variants.IntSmallCap: "int-small-cap"}
+VARIANT_CONFIGS = [AdapterConfig("s3fifo", capacity, block, ratio, freq) for capacity, block, ratio, freq in
+                   ((10, 1, 0.1, 3), (15, 4, 0.1, 1), (8, 2, 0.5, 2), (20, 3, 0.25, 0), (6, 1, 0.1, 3))]
+
+
+@pytest.mark.parametrize("variant", SAME_MISTAKE, ids=lambda v: v.__name__)
+def test_each_variant_is_the_reference_with_the_one_rule_broken_that_its_mutant_breaks(variant: type[variants.Variant]) -> None:
+    """A variant is built from the reference (conformance/certification/variants.py) and answers
+    as the gallery mutant of the same mistake (a plain FIFO pop on M and a requeue at M's head are
+    one behaviour), request by request: the refusals, hit tokens, resident counts and queues."""
+    mutant = GALLERY[SAME_MISTAKE[variant]]
+    rng = random.Random(30)
+    for config in VARIANT_CONFIGS:
+        ours, theirs = variant(), mutant()
+        refused = []
+        for side in (ours, theirs):
+            try:
+                side.configure(config)
+                refused.append(False)
+            except ConfigRefused:
+                refused.append(True)
+        assert refused[0] == refused[1], config
+        if refused[0]:
+            continue
+        for _ in range(200):
+            hash_ids = [rng.randrange(24) for _ in range(rng.randrange(1, 6))]
+            length = len(hash_ids) * config.block_size - rng.randrange(config.block_size)
+            assert ours.hit_tokens(hash_ids, length) == theirs.hit_tokens(hash_ids, length), (config, hash_ids)
+            ours.access(hash_ids)
+            theirs.access(hash_ids)
+            assert (ours.resident_count(), ours.snapshot()) == (theirs.resident_count(), theirs.snapshot()), (config, hash_ids)

@@ -4,15 +4,17 @@ A diagnosis names a clause only when its broken rule explains the symptom on the
 own state, and says "consistent with" where more than one rule would, or where the state cannot
 be seen. The evidence, strongest first:
 
-1. At the state level, the implementation's own queues against every invariant (S3-INV-1 to
-   S3-INV-3, S3-QUEUE-2, S3-FREQ-1, REPLAY-QUEUE-1; LRU-CAP-1, FIFO-CAP-1): a broken one leads.
-2. Variants of the spec with one rule broken (the mutant gallery, conformance/galleries/mutants.py): at the
+1. At the state level, the implementation's own queues against every invariant, by the
+   reference's own checks of a state (S3-INV-1 to S3-INV-3, S3-QUEUE-2, S3-FREQ-1; LRU-CAP-1,
+   FIFO-CAP-1) and the snapshot's REPLAY-QUEUE-1: a broken one leads.
+2. Variants of the spec with one rule broken (variants.py: the reference with one step replaced): at the
    state level each starts from the implementation's own queues before the request, and is named
    when it gives exactly the implementation's queues after it; at the results level each replays
    the whole trace, and the diagnosis is consistent with every variant that gives every answer
    the implementation gave.
 3. At the state level, each block whose place differs is traced to the rule the spec applied to
-   it during the request (S to M is S3-ADMIT-S-2, M to G is S3-ADMIT-M-3, ...).
+   it during the request (S to M is S3-ADMIT-S-2, M to G is S3-ADMIT-M-3, ...): placement.py,
+   which reads a queue difference by 1 to 3.
 4. At the results level, the implementation's own prefix scan is asked, block by block, which
    blocks it holds (the scan changes nothing, REPLAY-PREFIX-3): a hit-token difference is read
    against those blocks, not against the reference's.
@@ -27,16 +29,18 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.wire import config_json
+from kvspec.conformance.certification.clauses import own as own_prefix
+from kvspec.conformance.certification.variants import VARIANTS, Variant
 from kvspec.conformance.core.citations import cited
 from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Request
-from kvspec.conformance.galleries.mutants import MUTANT_CLASSES, CanonicalS3FIFO, is_int
-from kvspec.reference import S3FIFO, ConfigError, ReplayConfig, make_policy
+from kvspec.reference import FIFO, LRU, S3FIFO, ConfigError, ReplayConfig, make_policy
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
-from kvspec.reference.s3fifo import derive_caps
+from kvspec.reference.s3fifo import Caps, derive_caps, freqs_in_range, queues_are_disjoint, within_caps
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,20 @@ def consistent(*clauses: str, evidence: str = "") -> Diagnosis:
 
 def own(policy: str, clauses: Iterable[str]) -> list[str]:
     """The clauses a policy's verdict may cite: the replay's and its own."""
-    prefix = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}[policy]
-    return [c for c in clauses if c.startswith(("REPLAY-", prefix))]
+    return [c for c in clauses if c.startswith(("REPLAY-", own_prefix(policy)))]
+
+
+class OneQueue(NamedTuple):
+    """The rules of a policy of one queue (spec/lru.md, spec/fifo.md) that a diagnosis names."""
+
+    cap: str
+    evict: str
+    hit: str
+    admit: str
+
+
+ONE_QUEUE = {"lru": OneQueue("LRU-CAP-1", "LRU-EVICT-1", "LRU-ACCESS-1", "LRU-ADMIT-1"),
+             "fifo": OneQueue("FIFO-CAP-1", "FIFO-EVICT-1", "FIFO-ACCESS-1", "FIFO-ADMIT-1")}
 
 
 def eviction_clauses(policy: str) -> tuple[str, ...]:
@@ -77,13 +93,13 @@ def eviction_clauses(policy: str) -> tuple[str, ...]:
     if policy == "s3fifo":
         return ("S3-ACCESS-4", "S3-ADMIT-S-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1", "S3-ADMIT-M-2",
                 "S3-ADMIT-M-3", "S3-ACCESS-3", "S3-GHOST-2", "S3-CONF-2", "S3-CONF-4")
-    name = policy.upper()
-    return (f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
+    rules = ONE_QUEUE[policy]
+    return (rules.evict, rules.hit, rules.admit)
 
 
 def count_clauses(policy: str) -> tuple[str, ...]:
     """The clause that makes the resident count the number of resident blocks."""
-    return ("S3-FINAL-1",) if policy == "s3fifo" else (f"{policy.upper()}-CAP-1",)
+    return ("S3-FINAL-1",) if policy == "s3fifo" else (ONE_QUEUE[policy].cap,)
 
 
 # -- the configuration ----------------------------------------------------------------------------
@@ -164,209 +180,75 @@ def accepts(adapter: Adapter, config: AdapterConfig) -> bool | None:
 
 
 def invariant_diagnosis(config: AdapterConfig, hash_ids: list[int], state: Snapshot) -> Diagnosis | None:
-    """Every invariant of the policy, checked on the implementation's own queues; None if all hold."""
-    broken: list[str] = []
-    because: list[str] = []
-    explained: list[str] = []
+    """Every invariant of the policy, checked on the implementation's own queues by the
+    reference's own checks (reference/s3fifo.py, lru.py, fifo.py); None if all hold."""
     queues = {"small": [h for h, _ in state.small], "main": [h for h, _ in state.main], "ghost": list(state.ghost)}
-    for name, hashes in queues.items():
-        if len(set(hashes)) != len(hashes):
-            broken.append("REPLAY-QUEUE-1")
-            because.append(f"{name} holds a hash twice")
-    if config.policy != "s3fifo":
-        clause = f"{config.policy.upper()}-CAP-1"
-        if state.small or state.ghost:
-            broken.append(clause)
-            because.append("it reports a queue besides its one queue")
-        if len(state.main) > config.capacity:
-            broken.append(clause)
-            because.append(f"its queue holds {len(state.main)} hashes, above capacity {config.capacity}")
-        return named(*dict.fromkeys(broken), evidence="; " + "; ".join(because)) if broken else None
-    caps = derive_caps(config.capacity, config.small_ratio, config.max_freq)
-    freqs = [(h, f) for h, f in state.small + state.main]
-    wrong_type = [(h, f) for h, f in freqs if not is_int(f) or f < 0]
-    too_high = [(h, f) for h, f in freqs if is_int(f) and f > caps.max_freq]
-    if too_high and any(h in hash_ids for h, _ in too_high):
-        broken.append("S3-FREQ-2")  # only an increment raises a freq, and it saturates
-    if wrong_type or too_high:
-        broken.append("S3-FREQ-1")
-        because.append(f"freq {(wrong_type + too_high)[0][1]!r} of {(wrong_type + too_high)[0][0]} is not an integer in [0, {caps.max_freq}]")
-    pairs = (("S", "small", "M", "main"), ("S", "small", "G", "ghost"), ("M", "main", "G", "ghost"))
-    for a, one, b, other in pairs:
-        both = set(queues[one]) & set(queues[other])
-        if both:
-            broken.append("S3-QUEUE-2")
-            because.append(f"{sorted(both, key=repr)[0]!r} is in {a} and in {b}")
-    for name, clause, size, cap, why in (("S", "S3-INV-1", len(state.small), caps.small_cap, ("S3-ADMIT-S-1", "S3-CONF-2")),
-                                         ("M", "S3-INV-2", len(state.main), caps.main_cap, ("S3-ADMIT-M-1", "S3-ADMIT-M-3", "S3-CONF-3")),
-                                         ("G", "S3-INV-3", len(state.ghost), caps.ghost_cap, ("S3-GHOST-2", "S3-CONF-4"))):
-        if size > cap:
-            broken.append(clause)
-            explained += why
-            because.append(f"{name} holds {size} entries, above its size {cap}")
-    if not broken:
+    found = [("REPLAY-QUEUE-1", f"{name} holds a hash twice") for name, hashes in queues.items() if len(set(hashes)) != len(hashes)]
+    explained: list[str] = []
+    if config.policy == "s3fifo":
+        caps = derive_caps(config.capacity, config.small_ratio, config.max_freq)
+        found += freq_breaks(caps, hash_ids, state) + overlaps(caps, state)
+        for clause, why, explains in sizes_over_caps(caps, state):
+            found.append((clause, why))
+            explained += explains
+    else:
+        found += one_queue_breaks(config, state)
+    if not found:
         return None
-    return Diagnosis(named=tuple(dict.fromkeys(broken)), consistent=tuple(explained), evidence="; " + "; ".join(because))
+    return Diagnosis(named=tuple(dict.fromkeys(c for c, _ in found)), consistent=tuple(explained),
+                     evidence="; " + "; ".join(why for _, why in found if why))
 
 
-# -- the implementation's own state: a queue difference -------------------------------------------
-
-
-def queue_diagnosis(config: AdapterConfig, request: Request, before: Snapshot, expected: Snapshot, actual: Snapshot) -> Diagnosis:
-    """Queues that differ after a request, read on the implementation's queues before it (at the
-    state level they are the reference's: the two agreed after the request before)."""
-    hash_ids = request[0]
-    broken = invariant_diagnosis(config, hash_ids, actual)
-    if broken is not None:  # it leads; what the spec did to the first block placed otherwise may explain it
-        explains = config.policy == "s3fifo" and "S3-FREQ-1" not in broken.named  # a wrong freq places blocks wrongly in turn
-        placed = placement_diagnosis(config, hash_ids, before, expected, actual) if explains else Diagnosis()
-        return Diagnosis(broken.named, broken.consistent + tuple(placed.clauses), broken.evidence + placed.evidence)
-    variants = [clauses for variant, clauses in variants_for(config.policy) if from_state(variant(), config, before, request) == actual]
-    placed = placement_diagnosis(config, hash_ids, before, expected, actual) if config.policy == "s3fifo" else None
-    if variants:
-        found = variant_diagnosis(variants, "; the spec with only this rule broken, from the implementation's queues before the request, "
-                                  "gives exactly its queues after it")
-        if placed is not None and len(found.named) > 1 and placed.named and placed.named[0] in found.named:
-            return named(placed.named[0], evidence=placed.evidence + found.evidence)  # the one of the variant's rules it breaks first
-        return found
-    if placed is not None:
-        return placed
-    name = config.policy.upper()
-    if {h for h, _ in expected.main} == {h for h, _ in actual.main}:
-        return consistent(f"{name}-ACCESS-1", f"{name}-ADMIT-1", evidence="; the same blocks, in another order")
-    return consistent(f"{name}-EVICT-1", f"{name}-ACCESS-1", f"{name}-ADMIT-1")
-
-
-def variant_diagnosis(variants: list[tuple[str, ...]], evidence: str) -> Diagnosis:
-    """Named when one rule's variant explains the difference, consistent with each when several do."""
-    clauses = tuple(dict.fromkeys(c for group in variants for c in group))
-    if len(set(variants)) == 1:
-        return named(*clauses, evidence=evidence)
-    return consistent(*clauses, evidence=evidence.replace("this rule", "one of these rules"))
-
-
-Place = tuple[str, int] | None  # (queue, freq); None: in no queue
-
-
-def places(state: Snapshot) -> dict[int, Place]:
-    found: dict[int, Place] = {h: ("S", f) for h, f in state.small}
-    found.update((h, ("M", f)) for h, f in state.main)
-    found.update((h, ("G", 0)) for h in state.ghost)
+def one_queue_breaks(config: AdapterConfig, state: Snapshot) -> list[tuple[str, str]]:
+    """LRU-CAP-1, FIFO-CAP-1: one queue (PROTO-12: in main), within capacity by the reference's own check."""
+    clause, found = ONE_QUEUE[config.policy].cap, []
+    if state.small or state.ghost:
+        found.append((clause, "it reports a queue besides its one queue"))
+    queue = OrderedDict.fromkeys((h for h, _ in state.main), True)
+    if not (LRU(config.capacity, queue) if config.policy == "lru" else FIFO(config.capacity, queue)).state_invariants_hold():
+        found.append((clause, f"its queue holds {len(state.main)} hashes, above capacity {config.capacity}"))
     return found
 
 
-# The rule that moves a block from one queue to another (None: no queue).
-MOVES = {(None, "S"): "S3-ACCESS-4", ("S", "M"): "S3-ADMIT-S-2", ("S", "G"): "S3-ADMIT-S-3", ("M", "G"): "S3-ADMIT-M-3",
-         ("G", "M"): "S3-ACCESS-3", ("G", None): "S3-GHOST-2"}
+def s3fifo_cache(caps: Caps, small: Iterable[tuple[int, int]] = (), main: Iterable[tuple[int, int]] = (), ghost: Iterable[int] = ()) -> S3FIFO:
+    """Queues of an implementation as the reference's cache, for the reference's checks of a state."""
+    return S3FIFO(caps, OrderedDict(small), OrderedDict(main), OrderedDict.fromkeys(ghost, True))
 
 
-Move = tuple[int, Place, str]  # (the access, the place after it, the rule that moved the block there)
+def freq_breaks(caps: Caps, hash_ids: list[int], state: Snapshot) -> list[tuple[str, str]]:
+    """S3-FREQ-1 by the reference's freqs_in_range, entry by entry; S3-FREQ-2 where a freq above
+    max_freq is one the request raised (only an increment raises a freq, and it saturates)."""
+    out = [(h, f) for h, f in state.small + state.main if type(f) is not int or not freqs_in_range(s3fifo_cache(caps, small=[(h, f)]))]
+    too_high = [(h, f) for h, f in out if type(f) is int and f > 0]
+    if not out:
+        return []
+    h, f = ([e for e in out if e not in too_high] + too_high)[0]
+    freq_1 = ("S3-FREQ-1", f"freq {f!r} of {h} is not an integer in [0, {caps.max_freq}]")
+    return [("S3-FREQ-2", ""), freq_1] if any(h in hash_ids for h, _ in too_high) else [freq_1]
 
 
-def spec_histories(config: AdapterConfig, hash_ids: list[int], before: Snapshot) -> dict[int, list[Move]]:
-    """For each block the spec moves during the request, the places it goes through and the rule
-    that moves it each time, found by running the reference from ``before`` one access at a time."""
-    cache = S3FIFO(derive_caps(config.capacity, config.small_ratio, config.max_freq), OrderedDict(before.small), OrderedDict(before.main),
-                   OrderedDict.fromkeys(before.ghost, True))
-    histories: dict[int, list[Move]] = {}
-    old = places(before)
-    for step, h in enumerate(hash_ids):
-        cache.access(h)
-        new = places(Snapshot(tuple(cache.small.items()), tuple(cache.main.items()), tuple(cache.ghost)))
-        for block in old.keys() | new.keys():
-            was, now = old.get(block), new.get(block)
-            if was == now:
-                continue
-            if was is not None and now is not None and was[0] == now[0]:
-                clause = "S3-ADMIT-M-2" if now[1] < was[1] else ("S3-ACCESS-1" if now[0] == "S" else "S3-ACCESS-2")
-            else:
-                clause = MOVES[(was and was[0], now and now[0])]
-            histories.setdefault(block, [(-1, was, "")]).append((step, now, clause))
-        old = new
-    return histories
+def overlaps(caps: Caps, state: Snapshot) -> list[tuple[str, str]]:
+    """S3-QUEUE-2 by the reference's queues_are_disjoint, queue pair by queue pair."""
+    queues = {"S": ("small", state.small, {h for h, _ in state.small}), "M": ("main", state.main, {h for h, _ in state.main}),
+              "G": ("ghost", state.ghost, set(state.ghost))}
+    found = []
+    for a, b in (("S", "M"), ("S", "G"), ("M", "G")):
+        (one, entries_a, hashes_a), (other, entries_b, hashes_b) = queues[a], queues[b]
+        if not queues_are_disjoint(s3fifo_cache(caps, **{one: entries_a, other: entries_b})):
+            found.append(("S3-QUEUE-2", f"{sorted(hashes_a & hashes_b, key=repr)[0]!r} is in {a} and in {b}"))
+    return found
 
 
-def diverging_move(history: list[Move], got: Place) -> tuple[int, str, str] | None:
-    """The spec's move of a block where the implementation, which left it at ``got``, parted from
-    it: (the access, the clause it breaks, what happened); None if no move explains it."""
-    final = history[-1][1]
-    if got is None and final is not None and final[0] == "G":  # forgotten where the spec keeps it in G
-        return history[-1][0], "S3-GHOST-2", "the spec keeps it in G"
-    for i in range(len(history) - 2, 0 if history[0][1] is None else -1, -1):
-        if history[i][1] == got:  # the implementation stopped where the spec moved on
-            step, now, clause = history[i + 1]
-            return step, LEFT_IN_PLACE.get(clause, clause), f"the spec moves it on by {clause} ({describe(now)})"
-    queue = got and got[0]
-    for i in range(1, len(history)):
-        step, now, clause = history[i]
-        if (now and now[0]) == queue:  # the right queue with another freq: the move into it
-            return step, clause, f"the spec's {clause} puts it {describe(now)}"
-    for i in range(1, len(history)):
-        step, now, clause = history[i]
-        if (now and now[0]) != (history[i - 1][1] and history[i - 1][1][0]):  # a queue the spec never puts it in
-            return step, clause, f"the spec's {clause} puts it {describe(now)}"
-    requeue = next((move for move in history[1:] if move[2] == "S3-ADMIT-M-2"), None)
-    if requeue is not None:  # the spec requeued it, the implementation evicted it
-        return requeue[0], "S3-ADMIT-M-2", f"the spec's S3-ADMIT-M-2 requeues it, {describe(requeue[1])}"
-    return None
-
-
-def placement_diagnosis(config: AdapterConfig, hash_ids: list[int], before: Snapshot, expected: Snapshot, actual: Snapshot) -> Diagnosis:
-    """The first block the implementation placed otherwise, traced to the spec's move it parted from."""
-    histories = spec_histories(config, hash_ids, before)
-    want, got, was = places(expected), places(actual), places(before)
-    evicted = any(clause == "S3-ADMIT-M-3" for history in histories.values() for _, _, clause in history)
-    first: tuple[int, str, str] | None = None  # (access, clause, what)
-    for block in sorted(want.keys() | got.keys(), key=repr):
-        if want.get(block) == got.get(block):
-            continue
-        found = diverging_move(histories[block], got.get(block)) if block in histories else None
-        if found is None:
-            found = (len(hash_ids), unmoved_clause(was.get(block), evicted), f"the spec leaves it {describe(want.get(block))}")
-        step, clause, how = found
-        if first is None or (step, RULE_ORDER.index(clause)) < (first[0], RULE_ORDER.index(first[1])):
-            first = (step, clause, f"{block!r} is {describe(got.get(block))}, and {how}")
-    if first is None:  # the same blocks with the same freqs, in another order
-        return consistent(*order_clauses(expected, actual), evidence="; the same entries, in another order")
-    _, clause, what = first
-    ghost_cap = derive_caps(config.capacity, config.small_ratio, config.max_freq).ghost_cap
-    if clause == "S3-GHOST-2" and len(actual.ghost) < ghost_cap:  # forgotten before G was full: the size, or the rule
-        return consistent("S3-CONF-4", "S3-GHOST-2", evidence=f"; {what}, with G at {len(actual.ghost)} entries, below ghost_cap {ghost_cap}")
-    if clause == "S3-ADMIT-S-1" and len(actual.small) < len(expected.small):
-        return consistent("S3-CONF-2", "S3-ADMIT-S-1", evidence=f"; {what}: S was drained below small_cap")
-    return named(clause, evidence=f"; {what}")
-
-
-# A block the spec moved on and the implementation left where it was: the rule that starts the move.
-LEFT_IN_PLACE = {"S3-ADMIT-S-2": "S3-ADMIT-S-1", "S3-ADMIT-S-3": "S3-ADMIT-S-1", "S3-ADMIT-M-2": "S3-ADMIT-M-1", "S3-ADMIT-M-3": "S3-ADMIT-M-1"}
-
-RULE_ORDER = ["S3-ACCESS-1", "S3-ACCESS-2", "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-M-1",
-              "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-GHOST-2", "REPLAY-ACCESS-1"]
-
-
-def unmoved_clause(was: Place, evicted: bool) -> str:
-    """The rule that keeps a block in place, for a block the spec leaves where it was and the implementation moved."""
-    if was is None:
-        return "REPLAY-ACCESS-1"  # a block the request did not carry, or one the spec had forgotten
-    if was[0] == "S":
-        return "S3-ADMIT-S-1"  # popped from S when the spec's S was not full
-    if was[0] == "M":
-        return "S3-ADMIT-M-3" if evicted else "S3-ADMIT-M-1"  # more than one left M, or M evicted below main_cap
-    return "S3-GHOST-2"
-
-
-def order_clauses(expected: Snapshot, actual: Snapshot) -> tuple[str, ...]:
-    if expected.small != actual.small:
-        return ("S3-ACCESS-1", "S3-ADMIT-S-4")
-    if expected.main != actual.main:
-        return ("S3-ADMIT-M-2", "S3-ADMIT-M-4", "S3-ACCESS-2")
-    return ("S3-GHOST-3", "S3-ADMIT-S-3", "S3-ADMIT-M-3")  # not S3-GHOST-1, which S3-QUEUE-2 makes unreachable (findings F-10)
-
-
-def describe(place: Place) -> str:
-    if place is None:
-        return "in no queue"
-    return "in G" if place[0] == "G" else f"in {place[0]} with freq {place[1]!r}"
+def sizes_over_caps(caps: Caps, state: Snapshot) -> list[tuple[str, str, tuple[str, ...]]]:
+    """S3-INV-1 to S3-INV-3 by the reference's within_caps, queue by queue, each with the rules
+    that would explain the queue above its size."""
+    found = []
+    for name, clause, queue, size, why in (("S", "S3-INV-1", {"small": state.small}, caps.small_cap, ("S3-ADMIT-S-1", "S3-CONF-2")),
+                                           ("M", "S3-INV-2", {"main": state.main}, caps.main_cap, ("S3-ADMIT-M-1", "S3-ADMIT-M-3", "S3-CONF-3")),
+                                           ("G", "S3-INV-3", {"ghost": state.ghost}, caps.ghost_cap, ("S3-GHOST-2", "S3-CONF-4"))):
+        if not within_caps(s3fifo_cache(caps, **queue)):
+            found.append((clause, f"{name} holds {len(next(iter(queue.values())))} entries, above its size {size}", why))
+    return found
 
 
 def resident_count_diagnosis(config: AdapterConfig, state: Snapshot, got: int) -> Diagnosis:
@@ -409,7 +291,7 @@ def hit_token_diagnosis(config: AdapterConfig, request: Request, resident: set[i
 # -- the results level: the state is not visible --------------------------------------------------
 
 
-def held_blocks(adapter: Adapter | CanonicalS3FIFO, blocks: Iterable[int]) -> frozenset[int] | None:
+def held_blocks(adapter: Adapter | Variant, blocks: Iterable[int]) -> frozenset[int] | None:
     """The blocks the implementation's own prefix scan finds resident, asked one block at a time
     (one block of one token: 1 if resident); None if it fails to answer."""
     try:
@@ -444,7 +326,7 @@ def results_diagnosis(adapter: Adapter, config: AdapterConfig, trace: list[Reque
     return consistent(*eviction_clauses(config.policy))
 
 
-def replays_alike(variant: CanonicalS3FIFO, config: AdapterConfig, trace: list[Request], hit: int | None, count: int | None,
+def replays_alike(variant: Variant, config: AdapterConfig, trace: list[Request], hit: int | None, count: int | None,
                   held: frozenset[int] | None, blocks: list[int]) -> bool:
     """Whether ``variant`` gives the answers the implementation gave: the reference's up to the
     last request, then ``hit`` (or the reference's hit tokens and ``count``), and ``held``."""
@@ -471,57 +353,23 @@ def replays_alike(variant: CanonicalS3FIFO, config: AdapterConfig, trace: list[R
 # -- variants of the spec with one rule broken ----------------------------------------------------
 
 
-class HitRequeues(CanonicalS3FIFO):
-    """FIFO with LRU's hit: a resident block is requeued at the tail. Breaks FIFO-ACCESS-1."""
-
-    breaks = "FIFO-ACCESS-1"
-
-    def fifo_access(self, h: int) -> None:
-        self.lru_access(h)
-
-
-class HitChangesNothing(CanonicalS3FIFO):
-    """LRU with FIFO's hit: a resident block stays where it is. Breaks LRU-ACCESS-1."""
-
-    breaks = "LRU-ACCESS-1"
-
-    def lru_access(self, h: int) -> None:
-        self.fifo_access(h)
-
-
-def variants_for(policy: str) -> list[tuple[type[CanonicalS3FIFO], tuple[str, ...]]]:
+def variants_for(policy: str) -> list[tuple[type[Variant], tuple[str, ...]]]:
     """The variants that break one rule of ``policy`` or of the replay, with the clauses each breaks."""
     found = []
-    for variant in (*MUTANT_CLASSES, HitRequeues, HitChangesNothing):
+    for variant in VARIANTS:
         clauses = sorted(cited(variant.breaks), key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1])))
         if clauses and own(policy, clauses) == clauses:
             found.append((variant, tuple(clauses)))
     return found
 
 
-def from_state(variant: CanonicalS3FIFO, config: AdapterConfig, before: Snapshot, request: Request) -> Snapshot | None:
+def from_state(variant: Variant, config: AdapterConfig, before: Snapshot, request: Request) -> Snapshot | None:
     """The queues ``variant`` leaves after ``request``, started from the queues ``before``."""
     try:
         variant.configure(config)
     except ConfigRefused:
         return None
-    variant.small, variant.main, variant.ghost = OrderedDict(before.small), OrderedDict(before.main), OrderedDict.fromkeys(before.ghost)
+    variant.start_from(before)
     variant.hit_tokens(*request)  # the suite's order: the scan, then the accesses
     variant.access(request[0])
     return variant.snapshot()
-
-
-def entries(count: int) -> str:
-    return f"{count} {'entry' if count == 1 else 'entries'}"
-
-
-def queue_difference(expected: Snapshot, actual: Snapshot) -> str:
-    """Where each differing queue first differs, head first: short enough to read for any cache size."""
-    parts = []
-    for name in ("small", "main", "ghost"):
-        want, got = getattr(expected, name), getattr(actual, name)
-        if want != got:
-            i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
-            at = lambda queue: json.dumps(queue[i]) if i < len(queue) else "the end of the queue"  # noqa: E731
-            parts.append(f"{name}[{i}] is {at(got)}, expected {at(want)} ({entries(len(got))}, expected {len(want)})")
-    return "; ".join(parts)

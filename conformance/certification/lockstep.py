@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 
 from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
-from kvspec.adapters.reference import snapshot_of
 from kvspec.adapters.protocol import to_double
+from kvspec.adapters.reference import snapshot_of
 from kvspec.adapters.wire import cap_json, decision_json, state_json
+from kvspec.conformance.certification.clauses import configuration_clauses
 from kvspec.conformance.certification.diagnosis import (
     Diagnosis,
     accepted_wrongly,
@@ -24,20 +25,16 @@ from kvspec.conformance.certification.diagnosis import (
     hit_token_diagnosis,
     named,
     own,
-    queue_diagnosis,
-    queue_difference,
     refusal_group,
     refused_wrongly,
     resident_count_diagnosis,
     results_diagnosis,
 )
+from kvspec.conformance.certification.placement import queue_diagnosis, queue_difference
 from kvspec.conformance.core.output import plural
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import CapRepair, Decision, Victims
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole
-
-CONFIG_CLAUSES = ("REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3")
-S3_CONFIG_CLAUSES = ("S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4", "S3-CONF-5", "S3-CONF-6")
 from kvspec.reference.replay import Cache, hit_tokens, request_hit_blocks, serve_request
 
 T = TypeVar("T")
@@ -156,7 +153,7 @@ def dialect_diagnosis(policy: str, dialect: Dialect, configuration: bool = False
     configuration for a configuration refused, those of residency otherwise."""
     replaced = set(replaced_clauses(dialect))
     if configuration:
-        canonical = [c for c in (*CONFIG_CLAUSES, *(S3_CONFIG_CLAUSES if policy == "s3fifo" else ())) if c not in replaced]
+        canonical = [c for c in configuration_clauses(policy) if c not in replaced]
         own_points = [v for v in in_catalogue_order(dialect) if any("-CONF-" in c for c in VARIATIONS[v].replaces)]
     else:
         canonical, own_points = [c for c in eviction_clauses(policy) if c not in replaced], in_catalogue_order(dialect)

@@ -13,6 +13,7 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.certify import Finding, Outcome
+from kvspec.conformance.certification.clauses import policy_clauses
 from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, knob_clause, refusing_clause, spec_accepts
 from kvspec.conformance.certification.dialect_search import Search, candidates
 from kvspec.conformance.certification.faults import Fault
@@ -29,25 +30,8 @@ from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT, AnyPolicyNa
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
-# The clauses the certification machine checks (conformance/certification/lockstep.py and diagnosis.py cite
-# each where a divergence names it); a policy's verdict covers the REPLAY clauses and its own.
-CHECKED_CLAUSES = (
-    "REPLAY-CONF-1", "REPLAY-CONF-2", "REPLAY-CONF-3", "REPLAY-QUEUE-1", "REPLAY-PREFIX-1", "REPLAY-PREFIX-2", "REPLAY-PREFIX-3",
-    "REPLAY-HIT-1", "REPLAY-POLICY-1", "REPLAY-ACCESS-1", "REPLAY-RESULT-4", "S3-CONF-1", "S3-CONF-2", "S3-CONF-3", "S3-CONF-4",
-    "S3-CONF-5", "S3-CONF-6", "S3-QUEUE-2", "S3-QUEUE-3", "S3-FREQ-1", "S3-FREQ-2", "S3-INV-1", "S3-INV-2", "S3-INV-3", "S3-ACCESS-1",
-    "S3-ACCESS-2", "S3-ACCESS-3", "S3-ACCESS-4", "S3-ADMIT-S-1", "S3-ADMIT-S-2", "S3-ADMIT-S-3", "S3-ADMIT-S-4", "S3-ADMIT-M-1",
-    "S3-ADMIT-M-2", "S3-ADMIT-M-3", "S3-ADMIT-M-4", "S3-GHOST-1", "S3-GHOST-2", "S3-GHOST-3", "S3-FINAL-1", "LRU-CAP-1", "LRU-ACCESS-1",
-    "LRU-EVICT-1", "LRU-ADMIT-1", "FIFO-CAP-1", "FIFO-ACCESS-1", "FIFO-EVICT-1", "FIFO-ADMIT-1",
-    # conformance/certification/benefit_machine.py and benefit_diagnosis.py
-    "BEN-CONF-8", "BEN-ENTRY-1", "BEN-ADMIT-1", "BEN-ADMIT-2", "BEN-ADMIT-4", "BEN-ADMIT-5", "BEN-ADMIT-6", "BEN-ADMIT-7",
-    "BEN-CLOCK-1", "BEN-CLOCK-2", "BEN-CLOCK-3", "BEN-CLOCK-4", "BEN-GHOST-3", "BEN-LEDGER-3", "BEN-HIT-1", "BEN-HIT-2", "BEN-MISS-1",
-    "BEN-GRACE-1", "BEN-GRACE-2", "BEN-DECAY-1", "BEN-DECAY-2", "BEN-DECAY-3", "BEN-GHOST-1", "BEN-GHOST-2", "BEN-GHOST-4",
-    "BEN-SCORE-4", "BEN-LEDGER-5", "BEN-ARITH-3", "BEN-CAP-1", "BEN-CAP-2", "BEN-CAP-3", "BEN-CAP-4", "BEN-CAP-5", "BEN-VICTIM-2",
-    "BEN-VICTIM-3", "BEN-VICTIM-4", "BEN-VICTIM-5", "BEN-REMOVE-1",
-)
 Verdict = Literal["pass", "fail", "inconclusive"]
 DEFAULTS = ReplayConfig()  # the knobs `kvspec replay` takes without an option
-OWN_PREFIX = {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-", "benefit": "BEN-"}
 
 
 class Failure(BaseModel):
@@ -199,11 +183,9 @@ def clauses_for(outcome: Outcome) -> dict[str, Verdict]:
     clause broken. A finding of the behaviour stops every trace it is on, so the other clauses
     are inconclusive; configuration findings alone leave the behaviour certified on the
     configurations both accepted, and every clause no finding names passes."""
-    policy, dialect = outcome.policy, outcome.dialect
-    replay = policy != "benefit"
-    replaced = replaced_clauses(dialect)
-    relevant = [c for c in CHECKED_CLAUSES if (c.startswith(OWN_PREFIX[policy]) or (replay and c.startswith("REPLAY-"))) and c not in replaced]
-    relevant += [VARIATIONS[v].clause for v in in_catalogue_order(dialect)]
+    replaced = replaced_clauses(outcome.dialect)
+    relevant = [c for c in policy_clauses(outcome.policy) if c not in replaced]  # PROTO-34
+    relevant += [VARIATIONS[v].clause for v in in_catalogue_order(outcome.dialect)]
     failed = shown_broken(outcome)
     suspected = {c for f in outcome.findings if f.divergence for c in f.divergence.consistent_with} | undecided(outcome)
     decided = outcome.conforms or (not outcome.behaviour_failed and outcome.accepted > 0)
