@@ -25,11 +25,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterFailure, Identity
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.certify import Finding, Outcome, certify_policy
+from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.dialect_search import Search, find_dialect
 from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.lockstep import Divergence
-from kvspec.conformance.certification.report import Report, build_report, write_report
+from kvspec.conformance.certification.findings import Divergence, Finding, Outcome
+from kvspec.conformance.certification.rendering import write_report
+from kvspec.conformance.certification.report import Report, Verdict, build_verdict
+from kvspec.conformance.certification.reproduction import Reproduction
 from kvspec.conformance.core.output import INTERRUPTIONS, check_folder, model_json, refused, write_text
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, SPEC_VERSION, KvspecError
@@ -195,17 +197,11 @@ def close_quietly(implementation: Implementation) -> None:
         pass
 
 
-def report_of(certification: Certification, certified: Certified, directory: Path, saved_in: Path | None = None) -> Report:
-    """The certification's report, each counterexample saved in ``directory`` (where the report goes),
-    or written to ``saved_in`` to be moved there (a campaign's)."""
-    report = build_report(certification.adapter, None, certification.profile, certification.seed, certification.pins,
-                          list(certified.outcomes), list(certified.faults), directory, certified.searches,
-                          (certification.reply_timeout, certification.start_timeout), saved_in=saved_in)
-    if certified.identity is None:
-        return report
-    identity = certified.identity
-    return report.model_copy(update={"implementation": {"name": identity.name, "language": identity.language, "version": identity.version},
-                                     "level": certified.level})
+def verdict_of(certification: Certification, certified: Certified, directory: Path | None) -> Verdict:
+    """The certification's verdict, its report and counterexamples to go in ``directory``, if anywhere."""
+    reproduction = Reproduction(certification.adapter, CANONICAL, certification.reply_timeout, certification.start_timeout)
+    return build_verdict(reproduction, certified.identity, certified.level, certification.profile, certification.seed, certification.pins,
+                         certified.outcomes, certified.faults, certified.searches, directory)
 
 
 # A campaign ------------------------------------------------------------------------------------
@@ -491,10 +487,10 @@ def write_campaign(path: Path, planned: list[Planned], found: list[Certified], f
     beside them: all written in ``staging`` (staged), then moved into place."""
     entries = []
     for plan_, certified in zip(planned, found, strict=True):
-        report = report_of(plan_.certification, certified, folder / plan_.folder, staging / plan_.folder)
-        write_report(report, staging / plan_.folder)
+        verdict = verdict_of(plan_.certification, certified, folder / plan_.folder)
+        write_report(verdict, staging / plan_.folder)
         entries.append(CampaignEntry(implementation=plan_.implementation, dialect=plan_.dialect, seed=plan_.certification.seed,
-                                  folder=plan_.folder, report=report))
+                                  folder=plan_.folder, report=verdict.report))
     campaign = CampaignReport(kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"),
                               campaign=str(path), conforms=all(e.report.conforms for e in entries), certifications=entries)
     write_text(staging / "campaign.json", model_json(campaign, indent=2) + "\n")

@@ -23,7 +23,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kvspec.adapters import Implementation
-    from kvspec.conformance.certification.certify import Outcome
+    from kvspec.conformance.certification.findings import Outcome
 
 
 class Session:
@@ -66,7 +66,8 @@ class CertifyError(Exception):
 
 class NonConformance(CertifyError):
     def __init__(self, outcome: Outcome, header: str, adapter_spec: str) -> None:
-        from kvspec.conformance.certification.report import Reproduction, counterexample
+        from kvspec.conformance.certification.rendering import counterexample
+        from kvspec.conformance.certification.reproduction import Reproduction
 
         self.outcome = outcome
         reached = Reproduction(adapter_spec, outcome.dialect)
