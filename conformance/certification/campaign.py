@@ -30,7 +30,7 @@ from kvspec.conformance.certification.dialect_search import Search, find_dialect
 from kvspec.conformance.certification.faults import Fault, Location
 from kvspec.conformance.certification.findings import Divergence, Finding, Outcome
 from kvspec.conformance.certification.rendering import write_report
-from kvspec.conformance.certification.report import Report, Verdict, build_verdict
+from kvspec.conformance.certification.report import CertificationVerdict, Report, build_verdict
 from kvspec.conformance.certification.reproduction import Reproduction
 from kvspec.conformance.core.output import INTERRUPTIONS, check_folder, model_json, refused, write_text
 from kvspec.conformance.core.workloads import Pins
@@ -197,7 +197,7 @@ def close_quietly(implementation: Implementation) -> None:
         pass
 
 
-def verdict_of(certification: Certification, certified: Certified, directory: Path | None) -> Verdict:
+def verdict_of(certification: Certification, certified: Certified, directory: Path | None) -> CertificationVerdict:
     """The certification's verdict, its report and counterexamples to go in ``directory``, if anywhere."""
     reproduction = Reproduction(certification.adapter, CANONICAL, certification.reply_timeout, certification.start_timeout)
     return build_verdict(reproduction, certified.identity, certified.level, certification.profile, certification.seed, certification.pins,

@@ -1,17 +1,17 @@
-"""The one place a verdict (report.py's Verdict) is rendered: on the console, as report.md and as
-report.json, and written, with each shrunk counterexample, to the report's folder."""
+"""The one place a verdict (report.py's CertificationVerdict) is rendered: on the console, as
+report.md and as report.json, and written, with each shrunk counterexample, to the report's folder."""
 
 import json
 from dataclasses import replace
 from pathlib import Path
 
 from kvspec.conformance.certification.findings import Divergence, Finding
-from kvspec.conformance.certification.report import Failure, FoundDialect, PolicyVerdict, Report, Verdict
+from kvspec.conformance.certification.report import CertificationVerdict, Failure, FoundDialect, PolicyVerdict, Report
 from kvspec.conformance.certification.reproduction import Reproduction, trace_lines
 from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
 
 
-def write_report(verdict: Verdict, directory: Path) -> None:
+def write_report(verdict: CertificationVerdict, directory: Path) -> None:
     """report.json, report.md and each counterexample the report names, in ``directory``."""
     texts = {**verdict.counterexamples, "report.json": json_text(verdict.report), "report.md": markdown(verdict.report)}
     for name, text in texts.items():
@@ -23,7 +23,7 @@ def json_text(report: Report) -> str:
     return model_json(report, indent=2) + "\n"
 
 
-def console_text(verdict: Verdict) -> str:
+def console_text(verdict: CertificationVerdict) -> str:
     """The verdict, each policy's, and each shrunk counterexample, ready to paste (saved beside the report, if it was written)."""
     report = verdict.report
     held = "".join(f", {knob} {value}" for knob, value in report.pins.items())
@@ -39,9 +39,10 @@ def console_text(verdict: Verdict) -> str:
     return "".join(lines)
 
 
-def policy_lines(verdict: Verdict, policy: PolicyVerdict, findings: tuple[Finding, ...], reached: Reproduction) -> list[str]:
+def policy_lines(verdict: CertificationVerdict, policy: PolicyVerdict, findings: tuple[Finding, ...], reached: Reproduction) -> list[str]:
     against = f" to the dialect {', '.join(policy.dialect)}" if policy.dialect else ""
-    lines = [f"  {policy.policy}: {conformance(policy.conforms)}{against}{parts_of(policy)} ({policy.examples_per_second:.1f} examples/s)\n"]
+    rate = f"{policy.examples_per_second:.1f} examples/s"
+    lines = [f"  {policy.policy}: {conformance(policy.conforms)}{against}{parts_of(policy)} ({rate})\n"]
     for failure, finding in zip(policy.failures, findings, strict=True):
         saved = None if verdict.directory is None or failure.trace_file is None else verdict.directory / failure.trace_file
         lines += [f"    {failure.message}\n", counterexample(reached, finding, saved)]

@@ -223,7 +223,8 @@ def undecided(outcome: Outcome) -> set[str]:
     return clauses
 
 
-def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding, directory: Path | None) -> tuple[Failure, dict[str, str]]:
+def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding,
+               directory: Path | None) -> tuple[Failure, dict[str, str]]:
     """One finding, and its shrunk counterexample as the file to save beside the report in
     ``directory`` (``{policy}-counterexample-{number}.jsonl``), by name; ``directory`` None: no
     report is written, and the failure names no file."""
@@ -325,7 +326,7 @@ def found_dialect(search: Search) -> FoundDialect:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CertificationVerdict:
     """One certification's verdict, built once (build_verdict) and rendered by rendering.py alone,
     for the console, report.md and report.json alike: the report, and beside it what only the
     console shows and the files saved beside the report."""
@@ -339,7 +340,8 @@ class Verdict:
 
 
 def build_verdict(reproduction: Reproduction, identity: Identity | None, level: str, profile: str, seed_value: int, pins: Pins,
-                  outcomes: tuple[Outcome, ...], faults: tuple[Finding, ...], searches: dict[str, Search], directory: Path | None) -> Verdict:
+                  outcomes: tuple[Outcome, ...], faults: tuple[Finding, ...], searches: dict[str, Search],
+                  directory: Path | None) -> CertificationVerdict:
     """``identity`` None: the implementation failed at its start, and ``faults`` says how.
     ``searches``: the dialect found for each policy that did not conform (--find-dialect).
     ``reproduction``: how the implementation was reached, which its replay commands keep.
@@ -369,7 +371,7 @@ def build_verdict(reproduction: Reproduction, identity: Identity | None, level: 
         faults=[failure for failure, _ in outside], policies=verdicts,
     )
     said = tuple(hints(outcome, outcome.policy in searches) for outcome in outcomes)
-    return Verdict(report, outcomes, said, reproduction, directory, saved)
+    return CertificationVerdict(report, outcomes, said, reproduction, directory, saved)
 
 
 def schema_texts() -> dict[str, str]:
