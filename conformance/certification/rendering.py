@@ -5,7 +5,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from kvspec.conformance.certification.findings import Divergence, Finding
+from kvspec.conformance.certification.findings import Divergence, Finding, Outcome
 from kvspec.conformance.certification.report import CertificationVerdict, Failure, FoundDialect, PolicyVerdict, Report
 from kvspec.conformance.certification.reproduction import Reproduction, trace_lines
 from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
@@ -37,6 +37,14 @@ def console_text(verdict: CertificationVerdict) -> str:
         lines += policy_lines(verdict, policy, outcome.findings, replace(verdict.reproduction, dialect=outcome.dialect))
         lines += [f"    {hint}\n" for hint in hints]
     return "".join(lines)
+
+
+def nonconformance_text(outcome: Outcome, header: str, adapter_spec: str) -> str:
+    """A policy that does not conform, as the pytest plugin fails its item: each finding, and its
+    shrunk counterexample ready to paste."""
+    reached = Reproduction(adapter_spec, outcome.dialect)
+    findings = "".join(f"{finding.message}\n{counterexample(reached, finding, None)}" for finding in outcome.findings)
+    return f"{outcome.policy}: DOES NOT CONFORM\n{header}\n{findings}"
 
 
 def policy_lines(verdict: CertificationVerdict, policy: PolicyVerdict, findings: tuple[Finding, ...], reached: Reproduction) -> list[str]:

@@ -43,7 +43,7 @@ def add(commands: Any) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
-    from kvspec.conformance.certification.campaign import Certification, verdict_of
+    from kvspec.conformance.certification.job import Certification, verdict_of
     from kvspec.conformance.certification.rendering import console_text, write_report
     from kvspec.conformance.core.workloads import Pins
 
