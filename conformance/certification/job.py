@@ -56,10 +56,6 @@ class Certified:
     faults: tuple[Finding, ...]
     searches: dict[str, Search]
 
-    @property
-    def conforms(self) -> bool:
-        return not self.faults and all(outcome.conforms for outcome in self.outcomes)
-
 
 @dataclass(frozen=True)
 class Certification:
