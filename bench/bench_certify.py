@@ -26,7 +26,8 @@ if os.environ.get("KVSPEC_CONTRACTS") != "0":  # read once, at import: re-run wi
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "KVSPEC_CONTRACTS": "0"})
 
 from kvspec.adapters import Implementation  # noqa: E402
-from kvspec.conformance.certification.certify import Outcome, certify_policy  # noqa: E402
+from kvspec.conformance.certification.certify import certify_policy  # noqa: E402
+from kvspec.conformance.certification.findings import Outcome  # noqa: E402
 from kvspec.conformance.galleries import benefit_mutants  # noqa: E402
 from kvspec.conformance.galleries.mutants import FACTORIES, MUTANTS  # noqa: E402
 from kvspec.reference import ALL_POLICIES  # noqa: E402

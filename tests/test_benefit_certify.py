@@ -22,7 +22,7 @@ from kvspec.conformance.certification.benefit_machine import (
     probe_divergence,
 )
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.findings import Divergence
 from kvspec.conformance.certification.report import Report
 from kvspec.conformance.core.workloads import KEY_NUMBERINGS
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical

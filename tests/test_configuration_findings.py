@@ -15,11 +15,11 @@ from dialect_model import ModelAdapter
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-from kvspec.conformance.certification.certify import Finding, Outcome, nondeterministic
-from kvspec.conformance.certification.configurations import Knobs
+from kvspec.conformance.certification.certify import nondeterministic
 from kvspec.conformance.certification.dialect_search import find_dialect
 from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.conformance.certification.findings import Divergence, Finding, Knobs, Outcome
+from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.conformance.certification.machine import wide_knobs
 from kvspec.conformance.certification.report import PolicyVerdict, Report
 from kvspec.reference.dialects import CANONICAL

@@ -21,7 +21,8 @@ from kvspec.conformance.certification import variants
 from kvspec.conformance.certification.benefit_diagnosis import state_clauses
 from kvspec.conformance.certification.benefit_machine import benefit_machine_for
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.conformance.certification.findings import Divergence
+from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.conformance.galleries.mutants import MUTANTS as GALLERY
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO

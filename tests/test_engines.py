@@ -20,7 +20,8 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
 from kvspec.conformance.certification.dialect_search import points
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.conformance.certification.findings import Divergence
+from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
 

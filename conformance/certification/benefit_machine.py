@@ -40,10 +40,11 @@ from kvspec.conformance.certification.benefit_diagnosis import (
     state_clauses,
     victim_clauses,
 )
-from kvspec.conformance.certification.configurations import ConfigurationFindings, Knobs
+from kvspec.conformance.certification.configurations import ConfigurationFindings
 from kvspec.conformance.certification.diagnosis import Diagnosis, consistent
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable
-from kvspec.conformance.certification.lockstep import Divergence, offered_to_both
+from kvspec.conformance.certification.findings import Divergence, Knobs
+from kvspec.conformance.certification.lockstep import offered_to_both
 from kvspec.conformance.certification.machine import same, started
 from kvspec.conformance.certification.strategies import now_and_then
 from kvspec.conformance.core.benefit_requests import SEGMENT_SIZES as COMMON_SEGMENT_SIZES

@@ -1,214 +1,34 @@
-"""One certification as `kvspec certify` runs it, as a job that a worker runs and sends back
-(conformance/core/parallel.py), and a campaign of them: several implementations, each certified
-against several dialects at several seeds, with one report (JSON, whose schema is
-spec/schemas/campaign-report.schema.json, and a Markdown summary) beside each certification's own."""
+"""A campaign of certifications (each a job.py Certification, as `kvspec certify` runs it):
+several implementations, each certified against several dialects at several seeds, with one
+report (JSON, whose schema is spec/schemas/campaign-report.schema.json, and a Markdown summary)
+beside each certification's own."""
 
-import copyreg
 import json
 import os
 import re
 import shutil
 import signal
 import tempfile
-import threading
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
-from kvspec.adapters.interface import AdapterFailure, Identity
+from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.certify import Finding, Outcome, certify_policy
-from kvspec.conformance.certification.dialect_search import Search, find_dialect
-from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.lockstep import Divergence
-from kvspec.conformance.certification.report import Report, build_report, write_report
+from kvspec.conformance.certification.job import AT_START, Certification, Certified, verdict_of
+from kvspec.conformance.certification.rendering import write_report
+from kvspec.conformance.certification.report import Report
 from kvspec.conformance.core.output import INTERRUPTIONS, check_folder, model_json, refused, write_text
 from kvspec.conformance.core.workloads import Pins
-from kvspec.reference import ALL_POLICIES, SPEC_VERSION, KvspecError
+from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.constants import AnyPolicyName
-from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
-
-
-def rebuilt(kind: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
-    """A finding's exception, as a worker sent it."""
-    error = kind.__new__(kind)
-    error.args = args
-    error.__dict__.update(state)
-    return error
-
-
-def exception_state(error: BaseException) -> tuple[Any, ...]:
-    return rebuilt, (type(error), error.args, vars(error))
-
-
-# A finding's Divergence (or Fault) takes other arguments than pickle gives it back (its message):
-# a worker sends it as its fields.
-for kind in (Divergence, Fault):
-    copyreg.pickle(kind, exception_state)  # type: ignore[arg-type]
-
-# Hypothesis's engine and global_constants_only are not for threads side by side: a worker with
-# several threads (a Dask worker's) runs its certifications one at a time.
-ONE_AT_A_TIME = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Certified:
-    """What one certification found: who the implementation said it is (None where it failed at its
-    start), each policy's outcome, the faults outside them and the dialect found for each policy
-    that did not conform (--find-dialect)."""
-
-    identity: Identity | None
-    level: str
-    outcomes: tuple[Outcome, ...]
-    faults: tuple[Finding, ...]
-    searches: dict[str, Search]
-
-    @property
-    def conforms(self) -> bool:
-        return not self.faults and all(outcome.conforms for outcome in self.outcomes)
-
-
-@dataclass(frozen=True)
-class Certification:
-    """`kvspec certify` with these arguments, as a job: the adapter started where it runs."""
-
-    adapter: str
-    policies: tuple[str, ...] = ()  # none: every policy the adapter offers (that the dialect has)
-    profile: str = "quick"
-    seed: int = 0
-    pins: Pins = Pins()
-    dialect: str | None = None
-    variations: tuple[str, ...] = ()
-    find_dialect: bool = False
-    reply_timeout: float = REPLY_TIMEOUT
-    start_timeout: float = START_TIMEOUT
-    label: str = ""
-    refused_as_fault: bool = False  # a campaign's: the policies asked for not offered, a fault in its report, not kvspec's error
-
-    def __call__(self) -> Certified:
-        with ONE_AT_A_TIME:
-            try:
-                return self.run()
-            except KvspecError as error:  # in a campaign, which of its certifications
-                raise KvspecError(f"{self.label}: {error}" if self.label else str(error)) from None
-
-    def died(self, how: str) -> Certified | None:
-        """Its worker process ended (``how``) before it was done (--jobs N, --scheduler): the doing of
-        an implementation that ran in that process, and its finding (PROTO-29: as one in a process
-        of its own that exits before replying, PROTO-15); else None, kvspec's error."""
-        if not Implementation(self.adapter, self.reply_timeout, self.start_timeout).in_process:
-            return None
-        failure = AdapterFailure(f"{self.adapter}: the worker process that called it in-process ended ({how}) before it replied "
-                                 "(as a process of its own that exits before replying fails PROTO-15)", clause="PROTO-29")
-        return Certified(None, "unknown", (), (process_fault(failure, DURING),), {})
-
-    def run(self) -> Certified:
-        implementation = Implementation(self.adapter, self.reply_timeout, self.start_timeout)
-        try:
-            adapter = implementation.start()
-        except AdapterFailure as failure:
-            return Certified(None, "unknown", (), (process_fault(failure, AT_START),), {})
-        try:
-            outcomes, searches = self.certify(implementation, adapter)
-        except Refused as refusal:
-            if not self.refused_as_fault:
-                raise
-            return Certified(adapter.identity, adapter.level, (), (Finding(str(refusal), "", None),), {})
-        faults = []
-        try:
-            implementation.close()
-        except AdapterFailure as failure:
-            faults.append(process_fault(failure, "its stop"))
-        return Certified(adapter.identity, adapter.level, tuple(outcomes), tuple(faults), searches)
-
-    def certify(self, implementation: Implementation, adapter: Started) -> tuple[list[Outcome], dict[str, Search]]:
-        """Each policy asked for (PROTO-6), against its dialect (DIALECT-7), and with --find-dialect
-        the dialect of each that does not conform (DIALECT-8)."""
-        offered = adapter.policies
-        unoffered = [policy for policy in self.policies if policy not in offered]
-        policies = list(self.policies) or [p for p in ALL_POLICIES if p in offered and self.has_dialect(p)]
-        try:
-            if unoffered:
-                raise Refused(f"{self.adapter} implements {', '.join(offered)}, not {', '.join(unoffered)}")
-            if not policies:
-                raise Refused(f"{self.adapter} implements {', '.join(offered)}, and the dialect asked for has none of them")
-            dialects = self.dialects(policies)
-        except KvspecError:
-            close_quietly(implementation)
-            raise
-        outcomes, searches = [], {}
-        for policy in policies:
-            outcome = certify_policy(implementation, policy, self.profile, self.seed, self.pins, dialects[policy])
-            outcomes.append(outcome)
-            if self.find_dialect and not outcome.conforms and policy != "benefit":
-                again = partial(certify_policy, implementation, policy, self.profile, self.seed, self.pins)  # (dialect, failed_at)
-                searches[policy] = find_dialect(implementation, policy, outcome, again)
-        return outcomes, searches
-
-    def dialects(self, policies: list[str]) -> dict[str, Dialect]:
-        """Each policy's dialect; DIALECT-2, DIALECT-5: a ConfigError for a policy the dialect asked for does not have."""
-        given = self.dialect is not None or bool(self.variations)
-        return {policy: dialect_for(policy, self.dialect, self.variations) if given else CANONICAL for policy in policies}
-
-    def check_dialects(self) -> None:
-        """What is known of the dialects before the implementation starts: each policy named has
-        the dialect asked for; without policies named, the dialect has one."""
-        policies = list(self.policies) or [p for p in ALL_POLICIES if self.has_dialect(p)]
-        if not policies:
-            raise KvspecError("DIALECT-2: the dialect asked for has no policy")
-        self.dialects(policies)
-
-    def has_dialect(self, policy: str) -> bool:
-        """Whether the dialect asked for has ``policy``: without policies named, those certified are
-        those it has (as `kvspec sweep` sweeps them)."""
-        if self.dialect is not None and policy not in KNOWN_DIALECTS[self.dialect]:
-            return False
-        return all(policy in VARIATIONS[v].policies for v in self.variations)
-
-
-AT_START, DURING = "its start", "its certification"  # where a failure outside every example happened
-
-
-class Refused(KvspecError):
-    """The implementation does not offer the policies asked for (PROTO-6): known once it has started."""
-
-
-def process_fault(failure: AdapterFailure, when: str) -> Finding:
-    """A failure outside every example: at the implementation's start or stop (PROTO-13, PROTO-15)."""
-    fault = Fault(failure, Location(f"at {when}"))
-    return Finding(str(fault), "", fault)
-
-
-def close_quietly(implementation: Implementation) -> None:
-    """Stop the implementation when kvspec gives up for a reason of its own."""
-    try:
-        implementation.close()
-    except AdapterFailure:
-        pass
-
-
-def report_of(certification: Certification, certified: Certified, directory: Path, saved_in: Path | None = None) -> Report:
-    """The certification's report, each counterexample saved in ``directory`` (where the report goes),
-    or written to ``saved_in`` to be moved there (a campaign's)."""
-    report = build_report(certification.adapter, None, certification.profile, certification.seed, certification.pins,
-                          list(certified.outcomes), list(certified.faults), directory, certified.searches,
-                          (certification.reply_timeout, certification.start_timeout), saved_in=saved_in)
-    if certified.identity is None:
-        return report
-    identity = certified.identity
-    return report.model_copy(update={"implementation": {"name": identity.name, "language": identity.language, "version": identity.version},
-                                     "level": certified.level})
-
-
-# A campaign ------------------------------------------------------------------------------------
+from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 Profile = Literal["quick", "thorough"]
@@ -491,10 +311,10 @@ def write_campaign(path: Path, planned: list[Planned], found: list[Certified], f
     beside them: all written in ``staging`` (staged), then moved into place."""
     entries = []
     for plan_, certified in zip(planned, found, strict=True):
-        report = report_of(plan_.certification, certified, folder / plan_.folder, staging / plan_.folder)
-        write_report(report, staging / plan_.folder)
+        verdict = verdict_of(plan_.certification, certified, folder / plan_.folder)
+        write_report(verdict, staging / plan_.folder)
         entries.append(CampaignEntry(implementation=plan_.implementation, dialect=plan_.dialect, seed=plan_.certification.seed,
-                                  folder=plan_.folder, report=report))
+                                  folder=plan_.folder, report=verdict.report))
     campaign = CampaignReport(kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"),
                               campaign=str(path), conforms=all(e.report.conforms for e in entries), certifications=entries)
     write_text(staging / "campaign.json", model_json(campaign, indent=2) + "\n")

@@ -4,7 +4,6 @@ import itertools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.errors import Flaky
@@ -17,9 +16,8 @@ from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
 from kvspec.conformance.certification.benefit_machine import benefit_machine_for
 from kvspec.conformance.certification.benefit_machine import probe_divergence as benefit_probe_divergence
-from kvspec.conformance.certification.configurations import Knobs
 from kvspec.conformance.certification.faults import Unshrinkable, reset_difference
-from kvspec.conformance.certification.lockstep import Divergence
+from kvspec.conformance.certification.findings import Divergence, Finding, Knobs, Outcome
 from kvspec.conformance.certification.machine import machine_for, probe_divergence
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
@@ -29,44 +27,6 @@ from kvspec.reference.dialects import CANONICAL, Dialect
 
 PROFILES = {name: settings(**budget) for name, budget in CERTIFY_PROFILES.items()}
 UNSHRUNK = "(not shrunk: every replay would wait out the deadline again; the counterexample is the example as it ran)"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One shrunk failure: a Divergence (a Fault, when the implementation failed rather than
-    answered differently), or the implementation breaking the protocol outside any example."""
-
-    message: str
-    steps: str
-    divergence: Divergence | None
-    configuration: bool = False  # a configuration finding (configurations.py): the behaviour was certified on the others
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One policy's verdict against a dialect (DIALECT-7; the canonical spec when empty): a shrunk
-    failure for each check that failed, the earliest first."""
-
-    policy: str
-    examples_per_second: float
-    findings: tuple[Finding, ...] = ()
-    dialect: Dialect = CANONICAL
-    examples: int = 0  # how many the machine ran (the probes apart)
-    accepted: int = 0  # how many configurations both accepted: the behaviour was certified on them
-    failed_at: tuple[Knobs, ...] = ()  # the whole-domain knob values it failed at configure with, not offered again
-
-    @property
-    def conforms(self) -> bool:
-        return not self.findings
-
-    @property
-    def behaviour_failed(self) -> bool:
-        """Whether a finding is about the behaviour (or a fault), not a configuration alone."""
-        return any(not finding.configuration for finding in self.findings)
-
-    @property
-    def message(self) -> str:
-        return "\n".join(finding.message for finding in self.findings)
 
 
 def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, policy: str, profile: str = "quick", seed_value: int = 0,

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kvspec.conformance.certification.faults import Fault, Unshrinkable
-from kvspec.conformance.certification.lockstep import Divergence
-
-Knobs = tuple[tuple[str, object], ...]  # (knob, value) pairs, in the configuration's field order
+from kvspec.conformance.certification.findings import Divergence, Knobs
 
 
 @dataclass

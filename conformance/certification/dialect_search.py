@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterFailure
-from kvspec.conformance.certification.certify import Finding, Outcome
-from kvspec.conformance.certification.configurations import Knobs
 from kvspec.conformance.certification.faults import Fault
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+from kvspec.conformance.certification.findings import Divergence, Finding, Knobs, Outcome
+from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
 from kvspec.reference.dialects.catalogue import dialect_problem
 

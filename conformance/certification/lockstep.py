@@ -6,16 +6,11 @@ takes them from a trace file, with a Lockstep as the replay's Server. Both stop 
 Divergence; `kvspec replay --keep-going` goes on past it (conformance/certification/keep_going.py).
 """
 
-import json
 from collections.abc import Callable
-from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from kvspec.adapters.benefit import BenefitState
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
-from kvspec.adapters.protocol import to_double
 from kvspec.adapters.reference import snapshot_of
-from kvspec.adapters.wire import cap_json, decision_json, state_json
 from kvspec.conformance.certification.clauses import configuration_clauses
 from kvspec.conformance.certification.diagnosis import (
     Diagnosis,
@@ -30,93 +25,14 @@ from kvspec.conformance.certification.diagnosis import (
     resident_count_diagnosis,
     results_diagnosis,
 )
+from kvspec.conformance.certification.findings import Divergence, Unshrinkable, configuration_text
 from kvspec.conformance.certification.placement import queue_diagnosis, queue_difference
 from kvspec.conformance.core.output import plural
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
-from kvspec.reference.benefit import CapRepair, Decision, Victims
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole
 from kvspec.reference.replay import Cache, hit_tokens, request_hit_blocks, serve_request
 
 T = TypeVar("T")
-
-
-class Divergence(AssertionError):
-    """The implementation and the reference disagree. The message starts with the clauses (the
-    diagnosis first); the fields carry what a report needs: the request (1-based; 0 for the
-    configuration), expected and actual values, the configuration, and the trace up to and
-    including that request. ``consistent_with`` holds those of ``clauses`` that the evidence is
-    only consistent with (a break of each would explain the difference, and the implementation's
-    own state does not single one out); the others are shown broken on it."""
-
-    def __init__(self, clauses: list[str], detail: str, *, request: int, expected: object, actual: object,
-                 config: AdapterConfig | None, trace: list[tuple[list[int], int]], benefit: dict[str, Any] | None = None,
-                 consistent_with: tuple[str, ...] = ()) -> None:
-        super().__init__(f"{', '.join(clauses)}: {qualifier(clauses, consistent_with)}{detail}")
-        self.clauses = tuple(clauses)
-        self.consistent_with = tuple(c for c in clauses if c in consistent_with)
-        self.request = request
-        self.expected = shown(expected)
-        self.actual = shown(actual)
-        self.config = config
-        self.trace = list(trace)
-        self.benefit = benefit  # the benefit policy's: its config and operations, as protocol messages (PROTO-20 to PROTO-27)
-
-
-class Unshrinkable(BaseException):
-    """A fault whose every replay would wait out a deadline: ends the Hypothesis run unshrunk.
-    A BaseException, so that Hypothesis lets it through instead of shrinking it (faults.py)."""
-
-    def __init__(self, fault: Divergence) -> None:
-        super().__init__(str(fault))
-        self.fault = fault
-
-
-def configuration_fields(config: AdapterConfig) -> dict[str, str | int | float]:
-    """PROTO-7's fields; a ratio JSON has no number for (in-process only) as PROTO-19's strings."""
-    return {**asdict(config), "small_ratio": to_double(config.small_ratio)}
-
-
-def configuration_text(config: AdapterConfig) -> str:
-    """The configuration as the configure request carries it (PROTO-7)."""
-    return json.dumps(configuration_fields(config))
-
-
-def shown(value: object) -> str:
-    """A value as the protocol's JSON writes it (spec/adapter-protocol.md): a configuration, a
-    snapshot, a benefit reply or state, a count; a tuple of them as a list."""
-    if isinstance(value, AdapterConfig):
-        return configuration_text(value)
-    if isinstance(value, Snapshot):
-        return json.dumps({"small": [list(e) for e in value.small], "main": [list(e) for e in value.main], "ghost": list(value.ghost)})
-    if isinstance(value, BenefitState):
-        return json.dumps(state_json(value))
-    if isinstance(value, Decision):
-        return json.dumps(decision_json(value))
-    if isinstance(value, CapRepair):
-        return json.dumps(cap_json(value))
-    if isinstance(value, Victims):
-        return json.dumps({"keys": list(value.keys), "freed": value.freed})
-    if isinstance(value, tuple | list):
-        return f"[{', '.join(map(shown, value))}]"
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def alternatives(clauses: list[str]) -> str:
-    return clauses[0] if len(clauses) == 1 else f"{', '.join(clauses[:-1])} or {clauses[-1]}"
-
-
-def qualifier(clauses: list[str], consistent_with: tuple[str, ...]) -> str:
-    """How sure the diagnosis is, after the clauses: nothing when each is shown broken."""
-    shown = [c for c in clauses if c not in consistent_with]
-    only = [c for c in clauses if c in consistent_with]
-    if not only:
-        return ""
-    if not shown:
-        return f"consistent with {'it' if len(only) == 1 else 'either' if len(only) == 2 else 'any'}; "
-    return f"{', '.join(shown)} broken, consistent with {alternatives(only)}; "
 
 
 def brief(hash_ids: list[int]) -> str:

@@ -27,9 +27,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-from kvspec.conformance.certification.configurations import ConfigurationFindings, Knobs
+from kvspec.conformance.certification.configurations import ConfigurationFindings
 from kvspec.conformance.certification.faults import Located, Location, Unshrinkable, located
-from kvspec.conformance.certification.lockstep import Divergence, Lockstep, configuration_text
+from kvspec.conformance.certification.findings import Divergence, Knobs, configuration_text
+from kvspec.conformance.certification.lockstep import Lockstep
 from kvspec.conformance.certification.strategies import now_and_then
 from kvspec.conformance.core.workloads import ID_NUMBERINGS, Conversations, Pins, Probe, long_queues, pinned, smallest_capacity
 from kvspec.reference.dialects import CANONICAL, Dialect

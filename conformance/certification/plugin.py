@@ -23,7 +23,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kvspec.adapters import Implementation
-    from kvspec.conformance.certification.certify import Outcome
+    from kvspec.conformance.certification.findings import Outcome
 
 
 class Session:
@@ -66,12 +66,10 @@ class CertifyError(Exception):
 
 class NonConformance(CertifyError):
     def __init__(self, outcome: Outcome, header: str, adapter_spec: str) -> None:
-        from kvspec.conformance.certification.report import Reproduction, counterexample
+        from kvspec.conformance.certification.rendering import nonconformance_text
 
         self.outcome = outcome
-        reached = Reproduction(adapter_spec, outcome.dialect)
-        findings = "".join(f"{finding.message}\n{counterexample(reached, finding, None)}" for finding in outcome.findings)
-        super().__init__(f"{outcome.policy}: DOES NOT CONFORM\n{header}\n{findings}")
+        super().__init__(nonconformance_text(outcome, header, adapter_spec))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

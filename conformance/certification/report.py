@@ -1,7 +1,8 @@
-"""The certification report: JSON (schema: spec/schemas/certification-report.schema.json) and
-Markdown, with each counterexample saved as a Mooncake trace that `kvspec replay` replays."""
+"""The verdict of a certification, built once (build_verdict): the report, whose JSON is
+report.json (schema: spec/schemas/certification-report.schema.json), each shrunk counterexample
+as the file saved beside it (a Mooncake trace that `kvspec replay` replays, or a fixture case),
+and what only the console shows. rendering.py alone renders it and writes it."""
 
-import json
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
@@ -9,29 +10,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from kvspec.adapters.benefit import BenefitAdapter
-from kvspec.adapters.interface import Adapter, AdapterConfig, Identity
+from kvspec.adapters.interface import Identity
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.certify import Finding, Outcome
 from kvspec.conformance.certification.clauses import policy_clauses
 from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, knob_clause, refusing_clause, spec_accepts
 from kvspec.conformance.certification.dialect_search import Search, candidates
 from kvspec.conformance.certification.faults import Fault
-from kvspec.conformance.certification.lockstep import Divergence, configuration_fields, shown
+from kvspec.conformance.certification.findings import Divergence, Finding, Outcome, configuration_fields, shown
 from kvspec.conformance.certification.machine import wide_knobs
-from kvspec.conformance.core.commands import reaching, shell_command
-from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
+from kvspec.conformance.certification.reproduction import Reproduction, counterexample_file, trace_lines
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import file_text
 from kvspec.conformance.fixtures.recorded import adapter_name
-from kvspec.reference import SPEC_VERSION, ReplayConfig
-from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT, AnyPolicyName
-from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, replaced_clauses
+from kvspec.reference import SPEC_VERSION
+from kvspec.reference.constants import AnyPolicyName
+from kvspec.reference.dialects import CANONICAL, VARIATIONS, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
 
 Verdict = Literal["pass", "fail", "inconclusive"]
-DEFAULTS = ReplayConfig()  # the knobs `kvspec replay` takes without an option
 
 
 class Failure(BaseModel):
@@ -208,136 +205,44 @@ def undecided(outcome: Outcome) -> set[str]:
     return clauses
 
 
-def trace_lines(trace: list[tuple[list[int], int]]) -> str:
-    return "".join(
-        json.dumps({"timestamp": 0, "input_length": length, "output_length": 0, "hash_ids": hashes}) + "\n" for hashes, length in trace
-    )
-
-
-@dataclass(frozen=True)
-class Reproduction:
-    """What a printed command needs to reach the implementation as the certification did: its
-    adapter spec (PROTO-18), the dialect the finding was made against (DIALECT-7) and the deadlines
-    it was held to (PROTO-15), so that the command gives the same finding again."""
-
-    adapter: str
-    dialect: Dialect = CANONICAL
-    reply_timeout: float = REPLY_TIMEOUT
-    start_timeout: float = START_TIMEOUT
-
-    def replay_command(self, config: AdapterConfig, trace_file: Path) -> str:
-        """The trace through the implementation in lockstep with the reference, in the finding's
-        dialect: it stops at the divergence. Every knob the configuration gave goes with it, an
-        LRU's or FIFO's S3FIFO knobs too where they are not the defaults (REPLAY-CONF-3 says they
-        are ignored: an implementation that reads them shows it)."""
-        # Each value joined to its option, for argparse takes -1.5e+308 (or -1) alone for an option
-        words = ["kvspec", "replay", str(trace_file), *reaching(self.adapter, self.reply_timeout, self.start_timeout), "--policy",
-                 config.policy, f"--capacity={config.capacity}", f"--block-size={config.block_size}"]
-        if config.policy == "s3fifo" or config.small_ratio != DEFAULTS.small_ratio:
-            words.append(f"--small-ratio={config.small_ratio!r}")
-        if config.policy == "s3fifo" or config.max_freq != DEFAULTS.max_freq:
-            words.append(f"--max-freq={config.max_freq}")
-        if self.dialect:
-            words += ["--variation", ",".join(in_catalogue_order(self.dialect))]
-        return shell_command(words)
-
-    def verify_command(self, case_file: Path) -> str:
-        """The benefit operations' case through the implementation: `kvspec fixtures verify` replays it."""
-        return shell_command(["kvspec", "fixtures", "verify", str(case_file), *reaching(self.adapter, self.reply_timeout, self.start_timeout)])
-
-
-def counterexample_file(directory: Path, policy: str, number: int, divergence: Divergence) -> Path:
-    """Where the report saves a finding's shrunk counterexample: a fixture case for the benefit
-    operations, a Mooncake trace for the requests."""
-    return directory / f"{policy}-counterexample-{number}.{'json' if divergence.benefit is not None else 'jsonl'}"
-
-
-def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding, directory: Path,
-               saved_in: Path | None = None) -> Failure:
-    """One finding, its shrunk trace saved beside the report as ``{policy}-counterexample-{number}.jsonl``
-    (written to ``saved_in`` instead, if given: a folder moved to ``directory`` later, as a campaign's are)."""
+def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding,
+               directory: Path | None) -> tuple[Failure, dict[str, str]]:
+    """One finding, and its shrunk counterexample as the file to save beside the report in
+    ``directory`` (``{policy}-counterexample-{number}.jsonl``), by name; ``directory`` None: no
+    report is written, and the failure names no file."""
     divergence = finding.divergence
     if divergence is None:  # the implementation broke the protocol
         return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
-                       replay_command=None, steps=finding.steps)
-    trace_file = command = None
-    path = counterexample_file(directory, policy, number, divergence)
-    written = path if saved_in is None else saved_in / path.name
-    if divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
-        adapter_spec = reproduction.adapter
-        case = benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
-                            f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
-                            divergence.benefit["config"], divergence.benefit["operations"])
-        with written_whole(written) as temporary:
-            write_text(temporary, file_text(case))
-        trace_file, command = path.name, reproduction.verify_command(path)
-    elif divergence.config is not None and divergence.trace:
-        with written_whole(written) as temporary:
-            write_text(temporary, trace_lines(divergence.trace))
-        trace_file, command = path.name, reproduction.replay_command(divergence.config, path)
+                       replay_command=None, steps=finding.steps), {}
+    path = None if directory is None else counterexample_file(directory, policy, number, divergence)
+    saved, command = {}, None
+    if path is not None and divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
+        saved, command = {path.name: file_text(benefit_counterexample(reproduction.adapter, divergence))}, reproduction.verify_command(path)
+    elif path is not None and divergence.config is not None and divergence.trace:
+        saved, command = {path.name: trace_lines(divergence.trace)}, reproduction.replay_command(divergence.config, path)
     if divergence.benefit is not None:
         config = dict(divergence.benefit["config"])
     else:
         config = None if divergence.config is None else configuration_fields(divergence.config)
-    return Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
-                   request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
-                   trace_file=trace_file, replay_command=command, steps=finding.steps, configuration=finding.configuration)
+    failure = Failure(clauses=list(divergence.clauses), consistent_with=list(divergence.consistent_with), message=finding.message,
+                      request=divergence.request, expected=divergence.expected, actual=divergence.actual, config=config,
+                      trace_file=next(iter(saved), None), replay_command=command, steps=finding.steps, configuration=finding.configuration)
+    return failure, saved
 
 
-def counterexample(reproduction: Reproduction, finding: Finding, saved: Path | None) -> str:
-    """The shrunk counterexample itself, ready to paste: the requests inside the command that
-    replays them through the implementation, or the benefit operations as the protocol requests
-    the implementation was sent. Hypothesis's own steps are left to report.md, except where they
-    are all there is. ``saved``: where the report saved it, if it did."""
-    divergence = finding.divergence
-    if divergence is not None and divergence.benefit is None and divergence.request == 0:
-        return ""  # a configuration, which the message names: there is no request to show
-    if divergence is None or (divergence.benefit is None and (divergence.config is None or not divergence.trace)):
-        return "    shrunk steps:\n" + "".join(f"      {line}\n" for line in finding.steps.splitlines()) if finding.steps else ""
-    if divergence.benefit is not None:  # the session the implementation was sent, ready for its stdin
-        operations = divergence.benefit["operations"]
-        session = [{"cmd": "start", "protocol": 1}, {"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *operations,
-                   {"cmd": "stop"}]
-        lines = [f"    {which_counterexample(divergence)}, {plural(len(operations), 'operation')} after the configuration, as the "
-                 "protocol's requests (paste them into the implementation):", ""]
-        lines += [json.dumps({"cmd": request["cmd"], "seq": seq, **request}, allow_nan=False) for seq, request in enumerate(session)]
-        replay = (f"replay it against the spec's answers: {reproduction.verify_command(saved)}" if saved
-                  else "--report FOLDER saves it, with the spec's answers, as a fixture case that `kvspec fixtures verify` replays")
-        return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
-    command = reproduction.replay_command(divergence.config, saved or Path("-"))
-    lines = [f"    {which_counterexample(divergence)}, {plural(len(divergence.trace), 'request')}; this replays it through the implementation:",
-             ""]
-    if saved is None:
-        lines += [f"{command} <<'EOF'", *trace_lines(divergence.trace).splitlines(), "EOF"]
-    else:
-        lines += [command, "", *trace_lines(divergence.trace).splitlines()]
-    return "\n".join([*lines, ""]) + "\n"
+def benefit_counterexample(adapter_spec: str, divergence: Divergence) -> dict[str, object]:
+    """The benefit operations of a shrunk counterexample as a fixture case, with the spec's answers."""
+    assert divergence.benefit is not None
+    return benefit_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
+                        f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy benefit`",
+                        divergence.benefit["config"], divergence.benefit["operations"])
 
 
-def which_counterexample(divergence: Divergence) -> str:
-    """What the requests shown are (PROTO-30): shrunk, unless the fault took a deadline to show, or
-    the implementation failed one way and then another (PROTO-7)."""
-    if getattr(divergence, "timed_out", False):
-        return "the counterexample as it ran (not shrunk: each replay would wait out the deadline again)"
-    if "PROTO-7" in divergence.clauses:
-        return "the example that failed first (not deterministic, the implementation may answer it otherwise again)"
-    return "the shrunk counterexample"
-
-
-def parts_of(outcome: Outcome) -> str:
-    """A policy's verdict in its two parts, where configuration findings leave the behaviour certified on the others."""
-    settings = sum(finding.configuration for finding in outcome.findings)
-    if not settings:
-        return ""
-    behaviour = {"conforms": "conforms", "does not conform": "does not conform",
-                 "not certified": "was not certified (no configuration was accepted by both)"}[behaviour_of(outcome)]
-    return f": {plural(settings, 'configuration finding')}; the behaviour, on the configurations both accept, {behaviour}"
-
-
-def hints(outcome: Outcome) -> list[str]:
+def hints(outcome: Outcome, searched: bool) -> tuple[str, ...]:
     """What to try next after a policy's findings, where it would help: the bound of an engine's
     pool after a capacity or block size that the implementation refused or failed at and the spec
-    accepts; the dialect search where a variation point could explain a finding (never a fault)."""
+    accepts; the dialect search, unless ``searched``, where a variation point could explain a
+    finding (never a fault)."""
     said = []
     for knob, option in (("capacity", "--max-capacity"), ("block_size", "--max-block-size")):
         beyond = [f.divergence.config for f in outcome.findings if f.configuration and f.divergence and f.divergence.config
@@ -346,9 +251,9 @@ def hints(outcome: Outcome) -> list[str]:
             smallest = min(getattr(config, knob) for config in beyond)
             said.append(f"(it refused or failed at {knob} {smallest:,}, which the spec accepts: if it cannot build so large a pool, "
                         f"{option} N certifies it with at most N{' blocks' if knob == 'capacity' else ' tokens a block'})")
-    if outcome.policy != "benefit" and any(explainable(outcome.policy, f) for f in outcome.findings):
+    if not searched and outcome.policy != "benefit" and any(explainable(outcome.policy, f) for f in outcome.findings):
         said.append("(--find-dialect searches spec/dialects.md for the variation points that would explain it)")
-    return said
+    return tuple(said)
 
 
 def refused_or_failed_at(divergence: Divergence, knob: str) -> bool:
@@ -402,123 +307,53 @@ def found_dialect(search: Search) -> FoundDialect:
                         unexplained=[fault.message for fault in search.faults])
 
 
-def build_report(adapter_spec: str, adapter: Adapter | BenefitAdapter | None, profile: str, seed_value: int, pins: Pins,
-                 outcomes: list[Outcome], faults: list[Finding], directory: Path, searches: dict[str, Search] | None = None,
-                 timeouts: tuple[float, float] = (REPLY_TIMEOUT, START_TIMEOUT), saved_in: Path | None = None) -> Report:
-    """``adapter`` None: the implementation failed at its start, and ``faults`` says how. ``searches``:
-    the dialect found for each policy that did not conform (--find-dialect). ``timeouts``: the
-    reply and start deadlines the implementation was held to, which its replay commands keep.
-    ``saved_in``: where the counterexamples are written, if not in ``directory``, where the report
-    names them (failure_of)."""
-    searches = searches or {}
-    reached = Reproduction(adapter_spec, CANONICAL, *timeouts)
-    verdicts = [
-        PolicyVerdict(
+@dataclass(frozen=True)
+class CertificationVerdict:
+    """One certification's verdict, built once (build_verdict) and rendered by rendering.py alone,
+    for the console, report.md and report.json alike: the report, and beside it what only the
+    console shows and the files saved beside the report."""
+
+    report: Report
+    outcomes: tuple[Outcome, ...]  # each policy's, in the report's order: the console shows each counterexample whole
+    hints: tuple[tuple[str, ...], ...]  # what to try next, for each policy
+    reproduction: Reproduction  # reaches the implementation as the certification did (against the canonical spec)
+    directory: Path | None  # where the report names its counterexamples; None: the console alone shows the verdict
+    counterexamples: dict[str, str]  # each counterexample file's text, by name, saved beside the report
+
+
+def build_verdict(reproduction: Reproduction, identity: Identity | None, level: str, profile: str, seed_value: int, pins: Pins,
+                  outcomes: tuple[Outcome, ...], faults: tuple[Finding, ...], searches: dict[str, Search],
+                  directory: Path | None) -> CertificationVerdict:
+    """``identity`` None: the implementation failed at its start, and ``faults`` says how.
+    ``searches``: the dialect found for each policy that did not conform (--find-dialect).
+    ``reproduction``: how the implementation was reached, which its replay commands keep.
+    ``directory``: where the report and its counterexamples go (failure_of), if anywhere."""
+    saved: dict[str, str] = {}
+    verdicts = []
+    for outcome in outcomes:
+        failures = []
+        for number, finding in enumerate(outcome.findings, start=1):
+            failure, files = failure_of(replace(reproduction, dialect=outcome.dialect), outcome.policy, number, finding, directory)
+            failures.append(failure)
+            saved |= files
+        verdicts.append(PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
-            dialect=in_catalogue_order(outcome.dialect),
-            conforms=outcome.conforms,
-            examples_per_second=outcome.examples_per_second,
-            clauses=clauses_for(outcome),
-            failures=[failure_of(replace(reached, dialect=outcome.dialect), outcome.policy, n, f, directory, saved_in)
-                      for n, f in enumerate(outcome.findings, start=1)],
-            behaviour=behaviour_of(outcome),
+            dialect=in_catalogue_order(outcome.dialect), conforms=outcome.conforms, examples_per_second=outcome.examples_per_second,
+            clauses=clauses_for(outcome), failures=failures, behaviour=behaviour_of(outcome),
             found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
-        )
-        for outcome in outcomes
-    ]
-    identity = Identity(adapter_spec, "unknown", "unknown") if adapter is None else adapter.identity
-    return Report(
-        kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"), adapter=adapter_spec,
+        ))
+    outside = [failure_of(reproduction, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)]
+    saved |= {name: text for _, files in outside for name, text in files.items()}
+    identity = identity or Identity(reproduction.adapter, "unknown", "unknown")
+    report = Report(
+        kvspec_version=version("kvspec"), spec_version=SPEC_VERSION, hypothesis_version=version("hypothesis"), adapter=reproduction.adapter,
         implementation={"name": identity.name, "language": identity.language, "version": identity.version},
-        level="unknown" if adapter is None else adapter.level, profile=profile, seed=seed_value,
+        level=level, profile=profile, seed=seed_value,  # type: ignore[arg-type]
         pins={k: v for k, v in vars(pins).items() if v not in (None, False)}, conforms=not faults and all(v.conforms for v in verdicts),
-        faults=[failure_of(reached, "implementation", n, f, directory, saved_in) for n, f in enumerate(faults, start=1)], policies=verdicts,
+        faults=[failure for failure, _ in outside], policies=verdicts,
     )
-
-
-def markdown(report: Report) -> str:
-    impl = report.implementation
-    lines = [
-        f"# kvspec certification: {impl['name']} {impl['version']} ({impl['language']})", "",
-        f"- verdict: **{'conforms' if report.conforms else 'does not conform'}**",
-        f"- adapter: `{report.adapter}` (level {report.level})",
-        f"- kvspec {report.kvspec_version}, spec {report.spec_version}, Hypothesis {report.hypothesis_version}, profile {report.profile}, "
-        f"seed {report.seed}",
-    ]
-    knobs = {knob: value for knob, value in report.pins.items() if knob != "fitting_requests"}
-    if knobs:
-        held = ", ".join(f"{knob} = {value}" for knob, value in knobs.items())
-        lines.append(f"- only configurations with {held} (the rest of the configuration space was not certified)")
-    if report.pins.get("fitting_requests"):
-        lines.append("- only requests of at most capacity blocks (--fitting-requests: longer ones were not certified)")
-    lines.append("")
-    if report.faults:
-        lines += ["## The implementation failed outside the policies' runs", ""]
-    for fault in report.faults:
-        lines += ["```", fault.message, "```", ""]
-    for verdict in report.policies:
-        against = f" to the dialect {', '.join(verdict.dialect)}" if verdict.dialect else ""
-        lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}{against}", "",
-                  f"{verdict.examples_per_second:.1f} examples a second.", ""]
-        if verdict.found is not None:
-            lines += [found_line(verdict.found), ""]
-        settings = sum(failure.configuration for failure in verdict.failures)
-        if settings:
-            lines += [f"- configurations: {plural(settings, 'finding')} (below)",
-                      f"- behaviour, on the configurations both accept: {verdict.behaviour}", ""]
-        lines += ["| clause | result |", "|---|---|"]
-        lines += [f"| {clause} | {result} |" for clause, result in verdict.clauses.items()]
-        for number, failure in enumerate(verdict.failures, start=1):
-            fault = all(clause.startswith("PROTO-") for clause in failure.clauses)  # it failed, rather than answered otherwise
-            kind = "Configuration finding" if failure.configuration else "Fault" if fault else "Divergence"
-            lines += ["", f"### {kind} {number}", "", f"- clauses: {clause_line(failure)}"]
-            if failure.clauses:
-                step = "operation" if verdict.policy == "benefit" else "request"
-                lines.append(f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}")
-                if not fault:
-                    lines += [f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`"]
-                lines.append(f"- configuration: `{json.dumps(failure.config)}`")
-            if failure.trace_file:
-                lines += [f"- shrunk trace: [{failure.trace_file}]({failure.trace_file})", f"- replay it: `{failure.replay_command}`"]
-            lines += ["", "```", failure.message, "", failure.steps, "```"]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def found_line(found: FoundDialect) -> str:
-    """DIALECT-8, as the report says it."""
-    cost = (f"{'found' if found.dialect else 'searched'} from {plural(found.failing_examples, 'failing example')} with "
-            f"{plural(found.certifications, 'more certification')} in {found.seconds:.1f} s")
-    unexplained = f"; but for {plural(len(found.unexplained), 'fault')} of its own, which no variation point explains" if found.unexplained else ""
-    if found.dialect == []:
-        return f"It conforms to the canonical spec, which was certified again ({cost})."
-    if found.dialect is None and not found.evidence:
-        ran = "did not run" if found.certifications == 0 else "stopped once the canonical spec was certified again"
-        return f"The dialect search {ran}: {found.reason}."
-    if found.dialect is None:
-        return (f"The search found no set of variation points of spec/dialects.md that explains it ({found.reason}; {cost}; the search "
-                f"is greedy, so one may exist that it did not reach{unexplained}); its first failure is where it departs from the spec.")
-    agreed = "the one example" if found.examples_agreed == 1 else f"all {found.examples_agreed} examples"
-    return (f"**Dialect found**: {', '.join(found.dialect)} (replacing {', '.join(found.replaces)}); it conforms to that dialect, "
-            f"agreeing on {agreed} of its last certification ({cost}{unexplained}).")
-
-
-def clause_line(failure: Failure) -> str:
-    """The clauses shown broken, then those the difference is only consistent with."""
-    if not failure.clauses:
-        return "(none: the implementation broke the protocol)"
-    shown = [c for c in failure.clauses if c not in failure.consistent_with]
-    line = ", ".join(shown)
-    if failure.consistent_with:
-        line += f"{'; ' if shown else ''}consistent with {' or '.join(failure.consistent_with)}"
-    return line
-
-
-def write_report(report: Report, directory: Path) -> None:
-    with written_whole(directory / "report.json") as temporary:
-        write_text(temporary, model_json(report, indent=2) + "\n")
-    with written_whole(directory / "report.md") as temporary:
-        write_text(temporary, markdown(report))
+    said = tuple(hints(outcome, outcome.policy in searches) for outcome in outcomes)
+    return CertificationVerdict(report, outcomes, said, reproduction, directory, saved)
 
 
 def schema_texts() -> dict[str, str]:

@@ -4,17 +4,12 @@ with a report (conformance/certification/)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kvspec.conformance.cli.arguments import ADAPTER_FORMS, add_adapter, add_dialect, folder_path, subcommand, typed
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.reference import ALL_POLICIES
 from kvspec.reference.constants import CERTIFY_PROFILES as PROFILES
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from kvspec.conformance.certification.campaign import Certification, Certified
 
 
 def add(commands: Any) -> None:
@@ -48,8 +43,8 @@ def add(commands: Any) -> None:
 
 
 def run_certify(args: argparse.Namespace) -> int:
-    from kvspec.conformance.certification.campaign import Certification, report_of
-    from kvspec.conformance.certification.report import write_report
+    from kvspec.conformance.certification.job import Certification, verdict_of
+    from kvspec.conformance.certification.rendering import console_text, write_report
     from kvspec.conformance.core.workloads import Pins
 
     pins = Pins(args.small_ratio, args.max_freq, args.max_capacity, args.max_block_size, args.fitting_requests)
@@ -58,43 +53,9 @@ def run_certify(args: argparse.Namespace) -> int:
                                   tuple(args.variation), args.find_dialect, args.reply_timeout, args.start_timeout)
     certified = certification()
     unless_interrupted()
+    verdict = verdict_of(certification, certified, args.report)
     if args.report is not None:
         args.report.mkdir(parents=True, exist_ok=True)
-        write_report(report_of(certification, certified, args.report), args.report)
-    print(certified_text(certification, certified, args.report), end="")
-    return 0 if certified.conforms else 3
-
-
-def certified_text(certification: Certification, certified: Certified, report: Path | None) -> str:
-    """The verdict, each policy's, and each shrunk counterexample, ready to paste (saved in ``report``, if given)."""
-    from kvspec.conformance.certification.dialect_search import described
-    from kvspec.conformance.certification.report import (
-        Reproduction,
-        counterexample,
-        counterexample_file,
-        found_dialect,
-        found_line,
-        hints,
-        parts_of,
-    )
-
-    held = "".join(f", {knob} {value}" for knob, value in vars(certification.pins).items() if value not in (None, False))
-    identity = certified.identity
-    who = certification.adapter if identity is None else f"{identity.name} {identity.version} ({identity.language})"
-    level = "" if identity is None else f", level {certified.level}"
-    verdict = "conforms" if certified.conforms else "DOES NOT CONFORM"
-    lines = [f"{who}: {verdict} (profile {certification.profile}, seed {certification.seed}{level}{held})\n"]
-    lines += [f"  {fault.message}\n" for fault in certified.faults]
-    for outcome in certified.outcomes:
-        verdict = "conforms" if outcome.conforms else "DOES NOT CONFORM"
-        against = f" to the dialect {described(outcome.dialect)}" if outcome.dialect else ""
-        lines.append(f"  {outcome.policy}: {verdict}{against}{parts_of(outcome)} ({outcome.examples_per_second:.1f} examples/s)\n")
-        for number, finding in enumerate(outcome.findings, start=1):
-            lines.append(f"    {finding.message}\n")
-            saved = None if report is None or finding.divergence is None else counterexample_file(report, outcome.policy, number, finding.divergence)
-            reached = Reproduction(certification.adapter, outcome.dialect, certification.reply_timeout, certification.start_timeout)
-            lines.append(counterexample(reached, finding, saved))
-        if outcome.policy in certified.searches:
-            lines.append(f"    {found_line(found_dialect(certified.searches[outcome.policy]))}\n".replace("**", ""))
-        lines += [f"    {hint}\n" for hint in hints(outcome) if not (certification.find_dialect and "--find-dialect" in hint)]
-    return "".join(lines)
+        write_report(verdict, args.report)
+    print(console_text(verdict), end="")
+    return 0 if verdict.report.conforms else 3

@@ -105,7 +105,8 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
     """The replay through an implementation, checked against the reference after every request;
     or, at the first disagreement or failure (at its start and stop too), what it was and where."""
     from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-    from kvspec.conformance.certification.lockstep import Divergence, Lockstep
+    from kvspec.conformance.certification.findings import Divergence
+    from kvspec.conformance.certification.lockstep import Lockstep
 
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     read = [0, 0]  # requests read, and the line of the last: the lockstep stops on the request it was sent last
@@ -181,8 +182,8 @@ def replay_keeping_going(implementation: Implementation, records: Iterator[tuple
     divergence, and each from its own state past it, to the end of the trace or to where the
     implementation fails (at its start and stop too)."""
     from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+    from kvspec.conformance.certification.findings import Divergence
     from kvspec.conformance.certification.keep_going import DivergenceReport, KeepGoing, Running, Stopped
-    from kvspec.conformance.certification.lockstep import Divergence
 
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     given = AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)
