@@ -1,5 +1,5 @@
-"""The caches a configuration builds (spec/replay.md REPLAY-CONF-1 to REPLAY-CONF-3, spec/dialects.md
-DIALECT-1), and the replay of a trace through one (REPLAY-1).
+"""The caches a configuration builds (spec/replay.md section 2, in a dialect spec/dialects.md), and
+the replay of a trace through one (spec/replay.md section 4).
 
 The one module of the reference, outside reference/dialects/, that knows of dialects: the
 canonical rules (replay.py, request.py, s3fifo.py, lru.py, fifo.py) import nothing of them
