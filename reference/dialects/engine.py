@@ -64,6 +64,7 @@ class EngineCache:
     stored: int
 
     def is_resident(self, h: int) -> bool:
+        """Whether block h is resident, as each engine holds its blocks."""
         raise NotImplementedError
 
     def lookup(self, blocks: list[int], input_length: int) -> int:
