@@ -6,13 +6,13 @@ REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, bloc
 
 from kvspec.reference import ALL_POLICIES, FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
 from kvspec.reference.dialects import DialectFIFO, DialectLRU, DialectS3FIFO, EngineReplay
-from kvspec.reference.replay import Cache, hit_tokens, prefix_hit_blocks
+from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
 from .benefit import ReferenceBenefitAdapter
 from .interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
 
 
-def snapshot_of(policy: Cache) -> Snapshot:
+def snapshot_of(policy: Policy) -> Snapshot:
     """PROTO-12: a reference cache's queues, head first; LRU's and FIFO's one queue in ``main``, freq 0."""
     if isinstance(policy, EngineReplay):
         policy = policy.cache  # the queue it runs each request on

@@ -106,7 +106,7 @@ def make_runner(variant: str, capacity: int):
 
         return (lambda: NaiveS3FIFO(capacity)), (lambda cache: cache.resident_count())
 
-    from kvspec.reference.replay import ReplayConfig, make_policy
+    from kvspec.reference import ReplayConfig, make_policy
 
     config = ReplayConfig(policy="s3fifo", capacity=capacity, block_size=BLOCK_SIZE)
     return (lambda: make_policy(config)), (lambda policy: policy.resident_count())

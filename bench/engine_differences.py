@@ -30,12 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvspec.reference import ReplayConfig, TraceFile, bundled_trace_path
-from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, BlockPool, EngineCache, RadixCache, dialect_for
+from kvspec.reference.caches import make_policy
+from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, BlockPool, RadixCache, dialect_for
 from kvspec.reference.dialects.baselines import ROOT, DialectFIFO, DialectLRU
 from kvspec.reference.dialects.engine import EngineReplay
 from kvspec.reference.fifo import FIFO
 from kvspec.reference.lru import LRU
-from kvspec.reference.replay import hit_tokens, make_policy, run_whole, scan_then_access
+from kvspec.reference.replay import hit_tokens
+from kvspec.reference.request import step
 from kvspec.reference.s3fifo import S3FIFO
 from kvspec.reference.trace import TraceRecord
 
@@ -139,17 +141,14 @@ def replay(records: list[TraceRecord], policy: str, dialect: frozenset[str], cap
     cache = make_policy(ReplayConfig(policy=policy, capacity=capacity, block_size=BLOCK_SIZE, dialect=dialect))  # type: ignore[arg-type]
     m = Measure()
     for record in records:
-        before = cache.resident_count()
-        if isinstance(cache, EngineCache):
-            k, stored = run_whole(cache, record.hash_ids, record.input_length)
-        else:
-            k, stored = scan_then_access(cache, record.hash_ids), 0
+        before, stored_before = cache.resident_count(), cache.stored if isinstance(cache, RadixCache) else 0
+        k = step(cache, record.hash_ids, record.input_length)
         m.requests, m.prompt, m.hits = m.requests + 1, m.prompt + record.input_length, m.hits + hit_tokens(k, BLOCK_SIZE, record.input_length)
         if k == len(record.hash_ids):
             m.partial_hits += record.input_length - (k - 1) * BLOCK_SIZE if record.input_length < k * BLOCK_SIZE else 0
         if isinstance(cache, RadixCache) and len(record.hash_ids) <= capacity:  # a request not run asks for nothing
             asked = max(0, len(record.hash_ids) - k + 1 - (capacity - before))  # radix.py run: a page more than it needs
-            evicted = before + stored - cache.resident_count()
+            evicted = before + cache.stored - stored_before - cache.resident_count()
             m.asked, m.evicted, m.beyond = m.asked + asked, m.evicted + evicted, m.beyond + max(0, evicted - asked)
             m.beyond_need += max(0, evicted - max(0, asked - 1))
         if hash_parent is None:

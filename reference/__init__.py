@@ -1,11 +1,13 @@
 """kvspec's reference: the executable form of spec/replay.md, spec/s3fifo.md, spec/lru.md and
 spec/fifo.md. Each rule is a function that cites its clause id."""
 
-from .constants import ALL_POLICIES
+from .caches import make_policy, replay
+from .constants import ALL_POLICIES, POLICIES
 from .errors import ConfigError, KvspecError, TraceError
 from .fifo import FIFO
 from .lru import LRU
-from .replay import POLICIES, Policy, ReplayConfig, make_policy, replay, replay_request
+from .replay import ReplayConfig, replay_request
+from .request import Policy
 from .s3fifo import S3FIFO, Caps, caps_for
 from .trace import TraceFile, bundled_trace_path
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, same_blocks
+from .request import access_every_block, prefix_lookup
 from .validation import check_count
 
 
@@ -52,6 +53,8 @@ class FIFO:
     blocks = same_blocks
     is_resident = is_resident
     access = access
+    lookup = prefix_lookup
+    serve = access_every_block
 
     @ensure(lambda self, result: result == len(self.arrival), "FIFO-CAP-1: the resident count is the queue's length")
     def resident_count(self) -> int:

@@ -13,6 +13,7 @@ from .contracts import F, ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
 from .queues import Queue, same_blocks
+from .request import access_every_block, prefix_lookup
 from .validation import INT64_MAX, check_count
 
 V = TypeVar("V")
@@ -322,6 +323,8 @@ class S3FIFO:
     blocks = same_blocks
     is_resident = is_resident
     access = access
+    lookup = prefix_lookup
+    serve = access_every_block
     state_invariants_hold = state_invariants_hold
 
     @ensure(lambda self, result: result == len(self.small) + len(self.main), "S3-FINAL-1: |S| + |M|, never G")

@@ -133,3 +133,23 @@ def test_the_graph_sees_relative_lazy_and_package_imports() -> None:
     assert "kvspec.conformance.cli" in edges["kvspec.conformance"]  # a lazy import, in main()
     assert "kvspec.reference.errors" in edges["kvspec.reference"]  # from .errors import ..., in a package's __init__
     assert "kvspec.reference.benefit" in edges["kvspec.conformance.certification.benefit_machine"]  # from kvspec.reference.benefit import ...
+
+
+DIALECTS = "kvspec.reference.dialects"
+DIALECT_AWARE = ("kvspec.reference", "kvspec.reference.caches")  # the package's names, and where a configuration builds a cache
+RULES = ("kvspec.reference.replay", "kvspec.reference.request", "kvspec.reference.s3fifo", "kvspec.reference.lru", "kvspec.reference.fifo")
+
+
+def of_the_dialects(name: str) -> bool:
+    return name == DIALECTS or name.startswith(DIALECTS + ".")
+
+
+def test_the_canonical_reference_imports_nothing_of_the_dialects() -> None:
+    """Issue 30: the canonical reference reads like the spec; what a dialect changes in building a
+    cache or in reporting its replay is asked in reference/caches.py alone (the dialects build on
+    the canonical rules, never the other way), and the modules of the rules reach no dialect even
+    through another module."""
+    edges = graph()
+    canonical = [name for name in edges if name.startswith("kvspec.reference") and not of_the_dialects(name) and name not in DIALECT_AWARE]
+    assert sorted(f"{name} imports {target}" for name in canonical for target in edges[name] if of_the_dialects(target)) == []
+    assert sorted(name for name in RULES if any(of_the_dialects(target) for target in reachable(edges, name))) == []

@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvspec.conformance.certification.strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
-from kvspec.reference import FIFO, LRU, POLICIES, S3FIFO, ConfigError, ReplayConfig, make_policy
-from kvspec.reference.replay import replay, replay_request
+from kvspec.reference import FIFO, LRU, POLICIES, S3FIFO, ConfigError, ReplayConfig, make_policy, replay, replay_request
 
 from naive import NaiveS3FIFO, make_naive, naive_replay, naive_request
 from support import reference_state

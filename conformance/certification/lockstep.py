@@ -30,7 +30,8 @@ from kvspec.conformance.certification.placement import queue_diagnosis, queue_di
 from kvspec.conformance.core.output import plural
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole
-from kvspec.reference.replay import Cache, hit_tokens, request_hit_blocks, serve_request
+from kvspec.reference.replay import hit_tokens
+from kvspec.reference.request import Policy, lookup, serve
 
 T = TypeVar("T")
 
@@ -58,7 +59,7 @@ def offered_to_both(build: Callable[[], T], configure: Callable[[], None]) -> tu
     return reference, refused_by, True
 
 
-def reference_policy(config: AdapterConfig, dialect: Dialect = CANONICAL) -> Cache:
+def reference_policy(config: AdapterConfig, dialect: Dialect = CANONICAL) -> Policy:
     """The reference's cache for a configuration an implementation is given (DIALECT-1: in ``dialect``)."""
     return make_policy(ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq, dialect))
 
@@ -83,7 +84,7 @@ class Lockstep:
         self.adapter = adapter
         self.config = config
         self.dialect = dialect
-        self.reference: Cache | None = None
+        self.reference: Policy | None = None
         self.trace: list[tuple[list[int], int]] = []
         self.hits_agreed = 0  # requests whose hit tokens agreed, whatever came after (DIALECT-8's score)
 
@@ -117,55 +118,72 @@ class Lockstep:
             return consistent(*refusal_group(config), evidence="; it hung when asked to configure another cache")
 
     def request(self, hash_ids: list[int], input_length: int) -> int:
-        """One request, sent to both; hit tokens, resident count and (at the state level) every
-        queue must agree. The reference's hit tokens (the implementation's, when they agree)."""
-        reference, adapter, config = self.reference, self.adapter, self.config
+        """One request, sent to both: looked up, then served, the reference's through request.lookup
+        and request.serve. Until the two diverge, their hit tokens, resident counts and (at the
+        state level) queues must agree; past a divergence (a KeepGoing goes on) each answers from its
+        own state, and only its answers are compared. The reference's hit tokens."""
+        reference = self.reference
         assert reference is not None, "configure() accepted no configuration"
-        self.trace.append((hash_ids, input_length))
-        where = f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
-        blocks, k = self.looked_up(hash_ids, input_length)
-        expected = hit_tokens(k, config.block_size, input_length)
-        state_level = adapter.level == "state" and queues_hold_hashes(self.dialect)
-        before = adapter.snapshot() if state_level else None  # at the state level, the two agree here
-        actual = adapter.hit_tokens(hash_ids, input_length)
+        checking = not self.diverged()
+        if checking:
+            self.trace.append((hash_ids, input_length))  # what a divergence is diagnosed on
+        before = self.adapter.snapshot() if checking and self.state_level() else None  # at the state level, the two agree here
+        blocks = reference.blocks(hash_ids)
+        k = lookup(reference, blocks, input_length)
+        expected, actual = hit_tokens(k, self.config.block_size, input_length), self.adapter.hit_tokens(hash_ids, input_length)
+        if checking:
+            self.looked_up(expected, actual, before)
+        serve(reference, blocks, input_length, k)
+        self.access(hash_ids, input_length)
+        want, got = self.served(before)
+        self.compared(input_length, expected, actual, want, got)
+        return expected
+
+    def access(self, hash_ids: list[int], input_length: int) -> None:
+        """PROTO-10, to the implementation: with the input length in an engine's dialect, as an
+        engine caches a partial last block or not (REPLAY-DIALECT-7)."""
+        if runs_whole(self.dialect):
+            self.adapter.access(hash_ids, input_length=input_length)
+        else:
+            self.adapter.access(hash_ids)
+
+    def state_level(self) -> bool:
+        """Whether the two caches' queues are compared: at the state level, where they hold hash ids."""
+        return self.adapter.level == "state" and queues_hold_hashes(self.dialect)
+
+    def where(self) -> str:
+        """The request being checked, as a divergence names it."""
+        hash_ids, input_length = self.trace[-1]
+        return f"request {len(self.trace)} (hash_ids {brief(hash_ids)}, input_length {input_length})"
+
+    def looked_up(self, expected: int, actual: int, before: Snapshot | None) -> None:
+        """The request looked up by both: the hit tokens must agree, and (at the state level) the
+        implementation's question must change nothing (REPLAY-PREFIX-3)."""
         if actual != expected:
             self.found(self.diverge(self.diagnosed(lambda: self.hit_token_diagnosis(before, actual)),
-                                    f"{where}: expected {plural(expected, 'hit token')}, got {actual}", expected, actual))
-        elif before is not None and adapter.snapshot() != before:
-            self.found(self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{where}: the hit-token check changed the cache", before,
-                                    adapter.snapshot()))
+                                    f"{self.where()}: expected {plural(expected, 'hit token')}, got {actual}", expected, actual))
+        elif before is not None and self.adapter.snapshot() != before:
+            self.found(self.diverge(named("REPLAY-PREFIX-3", "REPLAY-POLICY-1"), f"{self.where()}: the hit-token check changed the cache",
+                                    before, self.adapter.snapshot()))
         else:
             self.hits_agreed += 1
-        self.served(hash_ids, input_length, blocks, k)
+
+    def served(self, before: Snapshot | None) -> tuple[int, int]:
+        """The request served by both: until they diverge, the queues (at the state level, the
+        first and more telling difference) and the resident counts must agree. Both resident counts."""
+        reference, adapter, config = self.reference, self.adapter, self.config
+        assert reference is not None, "configure() accepted no configuration"
         queues = adapter.snapshot() if before is not None and not self.diverged() else None
-        if queues is not None:  # the queues first: their difference is the more telling diagnosis
+        if queues is not None and queues != (spec_after := snapshot_of(reference)):
             assert before is not None
-            spec_after = snapshot_of(reference)
-            if queues != spec_after:
-                diagnosis = self.diagnosed(lambda: queue_diagnosis(config, (hash_ids, input_length), before, spec_after, queues))
-                self.found(self.diverge(diagnosis, f"after {where}: {queue_difference(spec_after, queues)}", spec_after, queues))
+            diagnosis = self.diagnosed(lambda: queue_diagnosis(config, self.trace[-1], before, spec_after, queues))
+            self.found(self.diverge(diagnosis, f"after {self.where()}: {queue_difference(spec_after, queues)}", spec_after, queues))
         want, got = reference.resident_count(), adapter.resident_count()
         if want != got and not self.diverged():
             diagnosis = self.diagnosed(lambda: resident_count_diagnosis(config, queues, got) if queues is not None
                                        else results_diagnosis(adapter, config, self.trace, None, got))
-            self.found(self.diverge(diagnosis, f"after {where}: expected {want} resident blocks, got {got}", want, got))
-        self.compared(input_length, expected, actual, want, got)
-        return expected
-
-    def looked_up(self, hash_ids: list[int], input_length: int) -> tuple[list[int], int]:
-        """The reference's blocks for a request, and its hit blocks (changing nothing)."""
-        assert self.reference is not None, "configure() accepted no configuration"
-        blocks = self.reference.blocks(hash_ids)
-        return blocks, request_hit_blocks(self.reference, blocks, input_length)
-
-    def served(self, hash_ids: list[int], input_length: int, blocks: list[int], k: int) -> None:
-        """The request's accesses, or its run whole, on both."""
-        assert self.reference is not None, "configure() accepted no configuration"
-        serve_request(self.reference, blocks, input_length, k)
-        if runs_whole(self.dialect):
-            self.adapter.access(hash_ids, input_length=input_length)  # PROTO-10: an engine caches a partial last block or not (REPLAY-DIALECT-7)
-        else:
-            self.adapter.access(hash_ids)
+            self.found(self.diverge(diagnosis, f"after {self.where()}: expected {want} resident blocks, got {got}", want, got))
+        return want, got
 
     def found(self, divergence: Divergence) -> None:
         """Where the two disagree: the lockstep stops there."""

@@ -7,9 +7,9 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kvspec.conformance.cli.arguments import (
     ADAPTER_FORMS,
@@ -32,15 +32,20 @@ from kvspec.conformance.cli.arguments import (
 from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, make_policy
+from kvspec.reference.caches import replayed
 from kvspec.reference.dialects import in_catalogue_order
-from kvspec.reference.replay import Replayed, replayed
+from kvspec.reference.replay import Replayed
 
 if TYPE_CHECKING:
     from kvspec.adapters import Implementation
+    from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
     from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, Totals
+    from kvspec.conformance.certification.findings import Divergence
+    from kvspec.conformance.certification.lockstep import Lockstep
     from kvspec.reference.trace import Request
 
     Divergent = Callable[[DivergentRequest], None]  # a name: typeguard would take Callable[[a name imported here], None] for Callable[[], None]
+    LockstepOf = Callable[[Adapter, AdapterConfig, Callable[[], int]], Lockstep]  # the same
 
 SHOWN = 20  # the divergences --keep-going prints; the JSON has every one
 
@@ -100,13 +105,39 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[int, Request]], config: ReplayConfig, path: str,
-                       sink: Spool | None) -> Replayed | str:
-    """The replay through an implementation, checked against the reference after every request;
-    or, at the first disagreement or failure (at its start and stop too), what it was and where."""
-    from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+@dataclass
+class Through:
+    """A replay through an implementation in lockstep with the reference, as it ended: its result,
+    or where it stopped (its start, the configuration, a request, its stop) and the fault there,
+    its clauses (a divergence's, the diagnosis first, or the protocol clause a failure broke) and
+    its message, which starts with them."""
+
+    lockstep: Lockstep | None  # None when the implementation did not start
+    result: Replayed | None = None
+    at: Literal["start", "configuration", "request", "stop"] | None = None
+    clauses: list[str] = field(default_factory=list)
+    message: str = ""
+    request: int = 0  # at a request: its 1-based number and its line in the trace
+    line: int = 0
+
+
+def fault(error: AdapterFailure | Divergence) -> dict[str, Any]:
+    """A Through's clauses and message for a failure of the implementation or a divergence."""
+    from kvspec.adapters.interface import AdapterFailure
+
+    if isinstance(error, AdapterFailure):
+        return {"clauses": [error.clause], "message": f"{error.clause}: {error}"}
+    return {"clauses": list(error.clauses), "message": str(error)}
+
+
+def replay_through(implementation: Implementation, records: Iterator[tuple[int, Request]], config: ReplayConfig, path: str,
+                   lockstep_of: LockstepOf, sink: Spool | None = None) -> Through:
+    """The replay through an implementation, each request to it and the reference in the Lockstep
+    (or KeepGoing) that ``lockstep_of`` makes of the started adapter, its configuration and the
+    line of the request being replayed; to the end and the implementation's stop, or to the first
+    fault: a failure of the implementation, or a divergence the lockstep raises."""
+    from kvspec.adapters.interface import AdapterFailure
     from kvspec.conformance.certification.findings import Divergence
-    from kvspec.conformance.certification.lockstep import Lockstep
 
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     read = [0, 0]  # requests read, and the line of the last: the lockstep stops on the request it was sent last
@@ -116,40 +147,56 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
             read[:] = [read[0] + 1, line_number]
             yield line_number, record
 
-    def at(number: int) -> str:
-        return f"line {read[1]} of {path} (request {number})" if number else "the configuration"
-
     try:
         adapter = implementation.start()
     except AdapterFailure as failure:
-        return f"kvspec: {implementation.spec} does not conform, at its start: {failure.clause}: {failure}"
-    name = adapter.identity.name
+        return Through(None, at="start", **fault(failure))
+    lockstep = lockstep_of(adapter, given_config(config), lambda: read[1])
     try:
-        lockstep = Lockstep(adapter, AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq),
-                            config.dialect)
         lockstep.configure()
         result = replayed(numbered(), config, path=path, server=lockstep, sink=sink)
-    except Divergence as divergence:
-        return ended(implementation, f"kvspec: {name} does not conform, at {at(divergence.request)}: {divergence}")
-    except AdapterFailure as failure:
-        return ended(implementation, f"kvspec: {name} does not conform, at {at(read[0])}: {failure.clause}: {failure}")
+    except (Divergence, AdapterFailure) as error:
+        stop_quietly(implementation)
+        return Through(lockstep, at="request" if read[0] else "configuration", **fault(error), request=read[0], line=read[1])
     try:
         implementation.close()
     except AdapterFailure as failure:
-        return f"kvspec: {name} does not conform, at its stop: {failure.clause}: {failure}"
-    return result
+        return Through(lockstep, result, at="stop", **fault(failure))
+    return Through(lockstep, result)
 
 
-def ended(implementation: Implementation, verdict: str) -> str:
-    """The verdict, once the implementation is stopped: its process, if it has one, ends before
-    kvspec does, whatever it answers to stop (the verdict is already made)."""
+def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[int, Request]], config: ReplayConfig, path: str,
+                       sink: Spool | None) -> Replayed | str:
+    """The replay through an implementation, checked against the reference after every request;
+    or, at the first disagreement or failure (at its start and stop too), what it was and where."""
+    from kvspec.conformance.certification.lockstep import Lockstep
+
+    through = replay_through(implementation, records, config, path, lambda adapter, given, line: Lockstep(adapter, given, config.dialect), sink)
+    if through.at is None:
+        assert through.result is not None
+        return through.result
+    name = through.lockstep.adapter.identity.name if through.lockstep is not None else implementation.spec
+    where = {"start": "its start", "stop": "its stop", "configuration": "the configuration"}.get(
+        through.at, f"line {through.line} of {path} (request {through.request})")
+    return f"kvspec: {name} does not conform, at {where}: {through.message}"
+
+
+def given_config(config: ReplayConfig) -> AdapterConfig:
+    """The configuration an implementation is given (PROTO-7): the replay's, but for its dialect, which is the reference's alone."""
+    from kvspec.adapters.interface import AdapterConfig
+
+    return AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)
+
+
+def stop_quietly(implementation: Implementation) -> None:
+    """Once the verdict is made: the implementation's process, if it has one, ends before kvspec
+    does, whatever it answers to stop."""
     from kvspec.adapters.interface import AdapterFailure
 
     try:
         implementation.close()
     except AdapterFailure:
         pass
-    return verdict
 
 
 def run_keep_going(args: argparse.Namespace, trace: TraceFile, config: ReplayConfig) -> int:
@@ -181,46 +228,25 @@ def replay_keeping_going(implementation: Implementation, records: Iterator[tuple
     """The replay through an implementation in lockstep with the reference up to their first
     divergence, and each from its own state past it, to the end of the trace or to where the
     implementation fails (at its start and stop too)."""
-    from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-    from kvspec.conformance.certification.findings import Divergence
     from kvspec.conformance.certification.keep_going import DivergenceReport, KeepGoing, Running, Stopped
 
-    make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
-    given = AdapterConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq)
-    read = [0, 0]  # requests read, and the line of the last
-
-    def numbered() -> Iterator[tuple[int, Request]]:
-        for line_number, record in records:
-            read[:] = [read[0] + 1, line_number]
-            yield line_number, record
-
-    report = DivergenceReport(adapter=implementation.spec, name=implementation.spec, trace=path, config=asdict(given),
-                              dialect=in_catalogue_order(config.dialect), conforms=False, requests=0, diverged_requests=0,
-                              reference=Running().totals(), implementation=Running().totals(), divergences=[])
-    try:
-        adapter = implementation.start()
-    except AdapterFailure as failure:
-        return report.model_copy(update={"stopped": Stopped(at="start", clauses=[failure.clause], message=f"{failure.clause}: {failure}")})
-    lockstep = KeepGoing(adapter, given, config.dialect, lambda: read[1], divergent)
+    through = replay_through(implementation, records, config, path,
+                             lambda adapter, given, line: KeepGoing(adapter, given, config.dialect, line, divergent))
     stopped = None
-    try:
-        lockstep.configure()
-        replayed(numbered(), config, path=path, server=lockstep)  # the reference's result: the lockstep keeps both caches' totals
-    except Divergence as refused:  # past the configuration, a KeepGoing raises none
-        stopped = Stopped(at="configuration", clauses=list(refused.clauses), message=str(refused))
-    except AdapterFailure as failure:
-        during = lockstep.reference is not None and read[0]  # configured, and a request read: it failed during that request
-        where = {"at": "request", "request": read[0], "line": read[1]} if during else {"at": "configuration"}
-        stopped = Stopped(**where, clauses=[failure.clause], message=f"{failure.clause}: {failure}")
-    if stopped is None:
-        try:
-            implementation.close()
-        except AdapterFailure as failure:
-            stopped = Stopped(at="stop", clauses=[failure.clause], message=f"{failure.clause}: {failure}")
+    if through.at is not None:  # past the configuration, a KeepGoing raises no divergence: the fault is a failure, or a refusal
+        where = {"request": through.request, "line": through.line} if through.at == "request" else {}
+        stopped = Stopped(at=through.at, **where, clauses=through.clauses, message=through.message)
+    report = DivergenceReport(adapter=implementation.spec, name=implementation.spec, trace=path, config=asdict(given_config(config)),
+                              dialect=in_catalogue_order(config.dialect), conforms=False, requests=0, diverged_requests=0,
+                              reference=Running().totals(), implementation=Running().totals(), divergences=[], stopped=stopped)
+    lockstep = through.lockstep
+    if lockstep is None:
+        return report
+    assert isinstance(lockstep, KeepGoing)
     return report.model_copy(update={
-        "name": adapter.identity.name, "conforms": stopped is None and lockstep.first is None, "requests": lockstep.requests,
+        "name": lockstep.adapter.identity.name, "conforms": stopped is None and lockstep.first is None, "requests": lockstep.requests,
         "diverged_requests": lockstep.diverged_requests, "reference": lockstep.spec.totals(), "implementation": lockstep.own.totals(),
-        "first_divergence": lockstep.first, "stopped": stopped})
+        "first_divergence": lockstep.first})
 
 
 def keep_going_text(report: DivergenceReport, shown: list[DivergentRequest]) -> str:

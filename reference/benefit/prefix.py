@@ -6,19 +6,11 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from ..dialects import CANONICAL, Dialect, EngineCache
+from ..caches import CANONICAL, Dialect, counting_stores
+from ..constants import POLICIES
 from ..errors import ConfigError
-from ..replay import (
-    POLICIES,
-    Policy,
-    ReplayConfig,
-    check_block_count,
-    hit_tokens,
-    make_policy,
-    prefix_hit_blocks,
-    run_whole,
-    scan_then_access,
-)
+from ..replay import ReplayConfig, check_block_count, hit_tokens
+from ..request import prefix_hit_blocks, step
 from ..trace import TraceRecord
 from .config import BenefitConfig, net_benefit
 from .model import Model
@@ -103,30 +95,6 @@ def replay_benefit(records: Iterable[tuple[int, TraceRecord]], capacity: int, bl
                       saved_prefill_ms=saved, bytes_written=written, peak_bytes=peak)
 
 
-class StoreCounter:
-    """A block policy that counts the blocks it stores: its accesses' misses (BEN-PREFIX-7's bytes written)."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.stored = 0
-
-    def blocks(self, hash_ids: list[int]) -> list[int]:
-        return self.policy.blocks(hash_ids)
-
-    def is_resident(self, h: int) -> bool:
-        return self.policy.is_resident(h)
-
-    def access(self, h: int) -> None:
-        self.stored += not self.policy.is_resident(h)
-        self.policy.access(h)
-
-    def resident_count(self) -> int:
-        return self.policy.resident_count()
-
-    def state_invariants_hold(self) -> bool:
-        return self.policy.state_invariants_hold()
-
-
 def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, capacity: int, block_size: int = 512,
                   model: Model = Model(), path: str = "<trace>", dialect: Dialect = CANONICAL) -> PrefixSide:
     """BEN-PREFIX-6 and BEN-PREFIX-7 for S3FIFO, LRU or FIFO: spec/replay.md at capacity // block bytes blocks,
@@ -136,23 +104,18 @@ def replay_blocks(records: Iterable[tuple[int, TraceRecord]], policy_name: str, 
     if blocks < 1:
         raise ConfigError("BEN-PREFIX-6", f"a capacity of {capacity} bytes holds no {size}-byte block")
     config = replace(ReplayConfig(), policy=policy_name, capacity=blocks, block_size=block_size, dialect=dialect)  # type: ignore[arg-type]
-    policy = make_policy(config)
-    cache = policy if isinstance(policy, EngineCache) else StoreCounter(policy)
-    requests = prompt = hits = peak = stored = 0
+    cache = counting_stores(config)
+    requests = prompt = hits = peak = 0
     saved = 0.0
     for line_number, record in records:
         check_block_count(path, line_number, record, block_size)
-        if isinstance(cache, EngineCache):
-            k, written = run_whole(cache, record.hash_ids, record.input_length)  # REPLAY-DIALECT-4 to REPLAY-DIALECT-9: the request runs whole
-            stored += written
-        else:
-            k = scan_then_access(cache, record.hash_ids)
+        k = step(cache, record.hash_ids, record.input_length)
         requests, prompt = requests + 1, prompt + record.input_length
         hits += hit_tokens(k, block_size, record.input_length)
         saved += net_benefit(model.cost_of_prefix(k, block_size, record.input_length))
         peak = max(peak, cache.resident_count() * size)
     return PrefixSide(policy=policy_name, capacity_bytes=capacity, requests=requests, prompt_tokens=prompt, hit_tokens=hits,
-                      saved_prefill_ms=saved, bytes_written=(stored if isinstance(cache, EngineCache) else cache.stored) * size, peak_bytes=peak)
+                      saved_prefill_ms=saved, bytes_written=cache.stored * size, peak_bytes=peak)
 
 
 PREFIX_POLICIES = ("benefit", *POLICIES)

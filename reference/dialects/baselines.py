@@ -17,6 +17,7 @@ from typing import Protocol
 
 from ..contracts import ensure, require, snapshot
 from ..queues import HashQueue, requeue
+from ..request import access_every_block, prefix_lookup
 from ..validation import INT64_MIN, check_count
 from .catalogue import Dialect, dialect_problem
 
@@ -130,6 +131,8 @@ class DialectFIFO:
 
     blocks = dialect_blocks
     access = fifo_access
+    lookup = prefix_lookup
+    serve = access_every_block
     state_invariants_hold = fifo_state_holds
 
     def is_resident(self, h: int) -> bool:
@@ -257,6 +260,8 @@ class DialectLRU:
 
     blocks = dialect_blocks
     access = lru_access
+    lookup = prefix_lookup
+    serve = access_every_block
     state_invariants_hold = lru_state_holds
 
     def release(self, h: int) -> None:

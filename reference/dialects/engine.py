@@ -11,6 +11,7 @@ engines' own caches (vllm.py, radix.py) are EngineCaches too.
 from dataclasses import dataclass
 
 from ..contracts import ensure, require
+from ..request import prefix_hit_blocks
 from .baselines import DialectFIFO, DialectLRU, admit, evict, fifo_evict
 from .catalogue import Dialect
 
@@ -52,16 +53,29 @@ def engine_hit_blocks(k: int, n: int, input_length: int, block_size: int, capaci
 
 
 class EngineCache:
-    """A cache whose replay runs each request whole: the hit blocks (``hit_blocks``), then the
-    request itself (``run``). Subclasses hold ``dialect``, ``capacity`` and ``block_size``."""
+    """A cache whose replay runs each request whole: its lookup, the resident prefix as the engine
+    makes it (``lookup``), then the request itself (``run``), on the Policy protocol of
+    reference/request.py. Subclasses hold ``dialect``, ``capacity``, ``block_size`` and ``stored``,
+    the blocks their requests have stored (made resident), as an engine counts them."""
 
     dialect: Dialect
     capacity: int
     block_size: int
+    stored: int
 
-    def hit_blocks(self, k: int, blocks: list[int], input_length: int) -> int:
-        """The request's hit blocks, given its resident prefix k (REPLAY-PREFIX-1); changes nothing."""
+    def is_resident(self, h: int) -> bool:
+        """Whether block h is resident, as each engine holds its blocks."""
+        raise NotImplementedError
+
+    def lookup(self, blocks: list[int], input_length: int) -> int:
+        """A request's hit blocks, changing nothing: its resident prefix (REPLAY-PREFIX-1 to
+        REPLAY-PREFIX-3), or what an engine makes of it (REPLAY-DIALECT-4, REPLAY-DIALECT-5, REPLAY-DIALECT-7)."""
+        k = prefix_hit_blocks(blocks, self.is_resident)
         return engine_hit_blocks(k, len(blocks), input_length, self.block_size, self.capacity, self.dialect)
+
+    def serve(self, blocks: list[int], input_length: int, k: int) -> None:
+        """REPLAY-DIALECT-4 to REPLAY-DIALECT-9: the request, whose lookup found k hit blocks, run whole."""
+        self.stored += self.run(blocks, input_length, k)
 
     def run(self, blocks: list[int], input_length: int, k: int) -> int:
         """Run the request whose hit blocks are k; how many blocks it stored (made resident)."""
@@ -77,6 +91,7 @@ class EngineReplay(EngineCache):
     dialect: Dialect
     capacity: int
     block_size: int
+    stored: int = 0
 
     def blocks(self, hash_ids: list[int]) -> list[int]:
         return self.cache.blocks(hash_ids)

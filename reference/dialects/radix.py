@@ -63,6 +63,7 @@ class RadixCache(EngineCache):
     resident: dict[int, Node] = field(default_factory=dict)  # each resident block's node
     leaves: set[Node] = field(default_factory=set)  # the nodes without children, the root aside
     clock: int = 0
+    stored: int = 0  # the blocks its requests stored (EngineCache.serve)
 
     @classmethod
     def empty(cls, dialect: Dialect, capacity: int, block_size: int, policy: str) -> "RadixCache":

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..contracts import ensure, require
 from ..errors import ConfigError
 from ..queues import HashQueue, Queue, same_blocks
+from ..request import access_every_block, prefix_lookup
 from ..s3fifo import ratio_is_valid
 from ..validation import INT64_MIN, check_count
 from .catalogue import Dialect
@@ -286,6 +287,8 @@ class DialectS3FIFO:
     blocks = same_blocks
     is_resident = is_resident
     access = access
+    lookup = prefix_lookup
+    serve = access_every_block
     state_invariants_hold = dialect_state_holds
 
     def resident_count(self) -> int:

@@ -36,6 +36,7 @@ class BlockPool(EngineCache):
     queue: OrderedDict[int, int] = field(default_factory=OrderedDict)  # the free queue's held slots, head first: slot -> path
     slots_of: dict[int, list[int]] = field(default_factory=dict)  # each resident path's slots, in the order they came to hold it
     next_slot: int = 0
+    stored: int = 0  # the blocks its requests stored (EngineCache.serve)
 
     @classmethod
     def empty_pool(cls, dialect: Dialect, capacity: int, block_size: int) -> "BlockPool":

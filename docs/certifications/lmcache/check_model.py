@@ -31,7 +31,7 @@ from lmcache.v1.token_database import ChunkedTokenDatabase  # noqa: E402
 from lmcache_model import LMCacheModel  # noqa: E402
 
 from kvspec.adapters.interface import AdapterConfig  # noqa: E402
-from kvspec.reference.replay import ReplayConfig, replay  # noqa: E402
+from kvspec.reference import ReplayConfig, replay  # noqa: E402
 from kvspec.reference.trace import TraceFile, bundled_trace_path  # noqa: E402
 
 Request = tuple[list[int], int]
