@@ -39,8 +39,8 @@ from kvspec.reference.replay import Replayed
 if TYPE_CHECKING:
     from kvspec.adapters import Implementation
     from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
-    from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, Totals
     from kvspec.conformance.certification.findings import Divergence
+    from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, Totals
     from kvspec.conformance.certification.lockstep import Lockstep
     from kvspec.reference.trace import Request
 
