@@ -45,7 +45,6 @@ def small_cap_for(capacity: int, small_ratio: float) -> int:
     return round(capacity * small_ratio)
 
 
-@ensure(lambda main_cap, result: result == main_cap, "S3-CONF-4: ghost_cap == main_cap")
 def ghost_cap_for(main_cap: int) -> int:
     """S3-CONF-4: ghost_cap = main_cap."""
     return main_cap

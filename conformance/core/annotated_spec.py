@@ -135,7 +135,7 @@ def reference_code() -> tuple[dict[str, list[Shown]], dict[str, list[str]]]:
             if kind == "whole" or (clause, name, "whole") not in parts:
                 shown.setdefault(clause, []).append(Shown(file, name, tuple(sorted(set(numbers))), kind))
     for entries in shown.values():
-        entries.sort(key=lambda s: (s.file, s.lines, s.kind))
+        entries.sort(key=lambda s: ("/" in s.file, s.file, s.lines, s.kind))  # the canonical rule first, then a dialect's
     return shown, sources
 
 

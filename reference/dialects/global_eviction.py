@@ -66,8 +66,8 @@ def admit_new_to_main_until_first_eviction(cache: S3FIFO, h: int) -> None:
         cache.small[h] = 0
 
 
-# The names global eviction binds in a dialect's rules (reference/dialects/s3fifo.py): its
-# admissions in place of S3-ADMIT-S-1's and S3-ADMIT-M-1's, and the steps they take.
+# The names global eviction binds in a dialect's rules (reference/dialects/s3fifo.py): its two
+# admissions, which make room for the whole cache, and the steps they take.
 GLOBAL_EVICTION = {
     "admit_to_small": admit_new, "admit_to_main": admit_to_main_after_room, "make_room": make_room,
     "eviction_step": eviction_step, "promote_or_forget": promote_or_forget, "append_to_main": append_to_main,

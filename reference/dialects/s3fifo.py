@@ -87,19 +87,19 @@ class Override(NamedTuple):
 # Applied in this order: global eviction's admission first, then what refines an admission
 # (S3-DIALECT-3 and S3-DIALECT-17 refine S3-DIALECT-14's and S3-DIALECT-15's, 17 outranking 3).
 OVERRIDES = (
-    Override("global-eviction", GLOBAL_EVICTION),
-    Override("new-to-main-until-first-eviction", NEW_TO_MAIN),
-    Override("promote-at-2", {"PROMOTION_FREQ": 2}),
-    Override("promote-freq-reset", {"freq_in_main": freq_reset}),
-    Override("promote-freq-minus-1", {"freq_in_main": freq_minus_1}),
-    Override("main-victim-forgotten", {"retire_from_main": forgotten}),
-    Override("freq-unsaturated", {"saturating_increment": unsaturated_increment, "chance_spent": chance_spent_from_3}),
-    Override("ghost-ignored", {"admit_ghost_hit": ghost_hit_as_new}),
-    Override("ghost-cap-0.9", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),
-    Override("main-zero-drop", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),
-    Override("main-zero-drop", {"admit_to_main": dropped}, lambda caps: caps.main_cap == 0),
-    Override("main-zero-all-main", {"admit_to_small": admit_new_to_main}, lambda caps: caps.small_cap == 0),
-    Override("small-refuses-own-size", {"admit_to_small": refused}, lambda caps: caps.small_cap <= 1),
+    Override("global-eviction", GLOBAL_EVICTION),  # S3-DIALECT-14
+    Override("new-to-main-until-first-eviction", NEW_TO_MAIN),  # S3-DIALECT-15
+    Override("promote-at-2", {"PROMOTION_FREQ": 2}),  # S3-DIALECT-9: a freq of 1 is not promoted
+    Override("promote-freq-reset", {"freq_in_main": freq_reset}),  # S3-DIALECT-10
+    Override("promote-freq-minus-1", {"freq_in_main": freq_minus_1}),  # S3-DIALECT-11
+    Override("main-victim-forgotten", {"retire_from_main": forgotten}),  # S3-DIALECT-12
+    Override("freq-unsaturated", {"saturating_increment": unsaturated_increment, "chance_spent": chance_spent_from_3}),  # S3-DIALECT-13
+    Override("ghost-ignored", {"admit_ghost_hit": ghost_hit_as_new}),  # S3-DIALECT-16
+    Override("ghost-cap-0.9", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),  # S3-DIALECT-6 at capacity 1
+    Override("main-zero-drop", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),  # S3-DIALECT-4: ghost_cap = main_cap
+    Override("main-zero-drop", {"admit_to_main": dropped}, lambda caps: caps.main_cap == 0),  # S3-DIALECT-4
+    Override("main-zero-all-main", {"admit_to_small": admit_new_to_main}, lambda caps: caps.small_cap == 0),  # S3-DIALECT-3
+    Override("small-refuses-own-size", {"admit_to_small": refused}, lambda caps: caps.small_cap <= 1),  # S3-DIALECT-17
 )
 # The canonical rules that call a decision a variation point may rebind, rebuilt for each dialect.
 REBUILT = ("access", "admit_ghost_hit", "admit_to_small", "admit_to_main", "evict_from_main", "retire_from_main", "insert_to_ghost")
@@ -146,8 +146,8 @@ def dialect_state_holds(cache: "DialectS3FIFO") -> bool:
 def admitted(cache: "DialectS3FIFO", h: int) -> bool:
     """S3-ACCESS-3, S3-ACCESS-4: h resident after its access, unless S3-DIALECT-17 refused it or
     S3-DIALECT-4 dropped it."""
-    caps = cache.caps
-    return is_resident(cache, h) or ("small-refuses-own-size" in cache.dialect and caps.small_cap <= 1) or (caps.main_cap == 0 and h not in cache.small)
+    refusing = "small-refuses-own-size" in cache.dialect and cache.caps.small_cap <= 1
+    return is_resident(cache, h) or refusing or (cache.caps.main_cap == 0 and h not in cache.small)
 
 
 @require(dialect_state_holds, "S3-QUEUE-2, S3-FREQ-1, S3-INV-1 to S3-INV-3 as the dialect keeps them", per_access_state=True)
@@ -172,7 +172,9 @@ class DialectS3FIFO(S3FIFO):
         self.dialect, self.has_evicted, self.rules = dialect, has_evicted, rules_for(dialect, caps)
 
     @classmethod
-    def empty(cls, dialect: Dialect, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> "DialectS3FIFO":  # type: ignore[override]
+    def empty(  # type: ignore[override]
+        cls, dialect: Dialect, capacity: int, small_ratio: float = 0.1, max_freq: int = 3,
+    ) -> "DialectS3FIFO":
         return cls(dialect, dialect_caps(capacity, small_ratio, max_freq, dialect), OrderedDict(), OrderedDict(), OrderedDict())
 
     access = dialect_access

@@ -60,8 +60,8 @@ def dialect_ghost_cap(capacity: int, main_cap: int, dialect: Dialect) -> int:
 
 
 def bounded_caps(capacity: int, small_ratio: float, small_cap: int, dialect: Dialect) -> tuple[int, int]:
-    """S3-CONF-5's bound, or where main_cap < 1, S3-DIALECT-3 (main-zero-all-main): no S at all,
-    or S3-DIALECT-4 (main-zero-drop): an M that holds nothing."""
+    """(small_cap, main_cap) where main_cap < 1 under S3-DIALECT-3 (main-zero-all-main): no S at
+    all, or S3-DIALECT-4 (main-zero-drop): an M that holds nothing; else as the canonical bound."""
     main_cap = capacity - small_cap
     if main_cap < 1 and "main-zero-all-main" in dialect:
         return 0, capacity
