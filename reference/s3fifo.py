@@ -235,9 +235,8 @@ def admit_ghost_hit(cache: "S3FIFO", h: int) -> None:
     admit_to_main(cache, h, 0)
 
 
-# S3-ADMIT-S-2: the freq from which S's popped head is promoted. A value, not a function (the
-# dialects rebind it): a call there cost 7 % of a replay.
-PROMOTION_FREQ = 1
+# A value, not a function (promote-at-2 rebinds it): a call on every pop from S cost 7 % of a replay.
+PROMOTION_FREQ = 1  # S3-ADMIT-S-2: S's popped head is promoted from this freq up
 
 
 def freq_in_main(freq: int) -> int:
