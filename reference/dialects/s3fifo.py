@@ -161,9 +161,10 @@ def dialect_access(cache: "DialectS3FIFO", h: int) -> None:
 @dataclass(slots=True, eq=False)
 class DialectS3FIFO:
     """One S3FIFO cache in a dialect: the canonical queues, the dialect's sizes and rules, and
-    whether an eviction has happened yet (S3-DIALECT-15 reads it). Not a subclass of S3FIFO:
-    CrossHair, building an S3FIFO for the hunt, would build this one too, with sizes no canonical
-    rule takes (every rule of reference/s3fifo.py then failed to meet its preconditions)."""
+    whether an eviction has happened yet (S3-DIALECT-15 reads it). It takes S3FIFO's methods
+    rather than subclassing it, so that its constructor keeps its fields in their order (the
+    dialect first), and an S3FIFO that CrossHair builds for the hunt is never one with a
+    dialect's sizes, which no canonical rule takes."""
 
     dialect: Dialect
     caps: DialectCaps
