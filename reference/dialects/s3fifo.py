@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from .. import s3fifo
 from ..contracts import ensure, require
-from ..queues import HashQueue, Queue, same_blocks
+from ..queues import HashQueue, Queue
 from ..s3fifo import S3FIFO, admit_to_main, admit_to_small, is_resident
 from .catalogue import Dialect
 from .global_eviction import GLOBAL_EVICTION, NEW_TO_MAIN
@@ -158,31 +158,26 @@ def dialect_access(cache: "DialectS3FIFO", h: int) -> None:
     cache.rules["access"](cache, h)
 
 
-@dataclass(slots=True, eq=False)
-class DialectS3FIFO:
+@dataclass(slots=True, eq=False, init=False)
+class DialectS3FIFO(S3FIFO):
     """One S3FIFO cache in a dialect: the canonical queues, the dialect's sizes and rules, and
-    whether an eviction has happened yet (S3-DIALECT-15 reads it). It takes S3FIFO's methods
-    rather than subclassing it, so that its constructor keeps its fields in their order (the
-    dialect first), and an S3FIFO that CrossHair builds for the hunt is never one with a
-    dialect's sizes, which no canonical rule takes."""
+    whether an eviction has happened yet (S3-DIALECT-15 reads it). An S3FIFO, so that the
+    canonical rules, rebuilt, take it (typeguard checks their ``cache: S3FIFO``); built as it was
+    before it was one, the dialect first."""
 
     dialect: Dialect
-    caps: DialectCaps
-    small: Queue
-    main: Queue
-    ghost: HashQueue
-    has_evicted: bool = False
-    rules: dict[str, Any] = field(init=False, repr=False)
+    has_evicted: bool
+    rules: dict[str, Any] = field(repr=False)
 
-    def __post_init__(self) -> None:
-        self.rules = rules_for(self.dialect, self.caps)
+    def __init__(self, dialect: Dialect, caps: DialectCaps, small: Queue, main: Queue, ghost: HashQueue, has_evicted: bool = False) -> None:
+        S3FIFO.__init__(self, caps, small, main, ghost)  # type: ignore[arg-type]
+        self.dialect, self.has_evicted, self.rules = dialect, has_evicted, rules_for(dialect, caps)
 
     @classmethod
-    def empty(cls, dialect: Dialect, capacity: int, small_ratio: float = 0.1, max_freq: int = 3) -> "DialectS3FIFO":
+    def empty(  # type: ignore[override]
+        cls, dialect: Dialect, capacity: int, small_ratio: float = 0.1, max_freq: int = 3,
+    ) -> "DialectS3FIFO":
         return cls(dialect, dialect_caps(capacity, small_ratio, max_freq, dialect), OrderedDict(), OrderedDict(), OrderedDict())
 
-    blocks = same_blocks
-    is_resident = is_resident
     access = dialect_access
     state_invariants_hold = dialect_state_holds
-    resident_count = S3FIFO.resident_count
