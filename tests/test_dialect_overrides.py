@@ -12,7 +12,7 @@ import pytest
 from kvspec.reference import S3FIFO, TraceFile, bundled_trace_path, s3fifo
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, DialectS3FIFO
 from kvspec.reference.dialects.global_eviction import GLOBAL_EVICTION
-from kvspec.reference.dialects.s3fifo import OVERRIDES, REBUILT, rules
+from kvspec.reference.dialects.s3fifo import OVERRIDES, REBUILT, built_rules
 from kvspec.reference.replay import replay_request
 
 CLAUSES = [VARIATIONS[override.variation].clause for override in OVERRIDES]
@@ -48,7 +48,7 @@ def same_rule(one: object, other: object) -> bool:
 def test_S3_DIALECT_1_to_S3_DIALECT_17_the_rules_with_no_override_are_the_canonical_functions() -> None:
     """Every name of reference/s3fifo.py decides in the canonical dialect's rules as it does there,
     and each rule rebuilt reads the others from those rules, never from the canonical module."""
-    names = rules(())
+    names = built_rules(())
     assert all(same_rule(names[name], value) for name, value in vars(s3fifo).items())
     assert all(names[name].__globals__ is names for name in REBUILT)
 
@@ -58,7 +58,7 @@ def test_S3_DIALECT_each_override_rebinds_the_decisions_it_names_and_nothing_els
     """S3-DIALECT-3, S3-DIALECT-4, S3-DIALECT-6 and S3-DIALECT-9 to S3-DIALECT-17: with one
     override, the rules differ from the canonical ones in the names it binds alone, and each
     function it binds reads the others from the dialect's rules."""
-    canonical, overridden = rules(()), rules((index,))
+    canonical, overridden = built_rules(()), built_rules((index,))
     changed = {name for name in overridden.keys() | canonical.keys() if not same_rule(overridden.get(name), canonical.get(name))}
     assert changed == set(OVERRIDES[index].binds)
     assert all(overridden[name].__globals__ is overridden for name in changed if isinstance(overridden[name], FunctionType))

@@ -118,8 +118,10 @@ def replaced_rules(tree: ast.Module) -> set[tuple[str, str, tuple[int, ...]]]:
     override rebinds (reference/dialects/s3fifo.py OVERRIDES), to be shown under the override's
     clause before the override, as a fork of consensus-specs shows what it modifies."""
     nodes: dict[str, ast.AST] = dict(definitions(tree))
-    nodes |= {target.id: node for node in tree.body if isinstance(node, ast.Assign) for target in node.targets if isinstance(target, ast.Name)}
-    return {(VARIATIONS[override.variation].clause, name, span(nodes[name])) for override in OVERRIDES for name in override.binds if name in nodes}
+    assigned = (node for node in tree.body if isinstance(node, ast.Assign))
+    nodes |= {target.id: node for node in assigned for target in node.targets if isinstance(target, ast.Name)}
+    replaced = ((VARIATIONS[override.variation].clause, name) for override in OVERRIDES for name in override.binds)
+    return {(clause, name, span(nodes[name])) for clause, name in replaced if name in nodes}
 
 
 @cache

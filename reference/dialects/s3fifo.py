@@ -54,10 +54,11 @@ OVERRIDES = (
     Override("promote-freq-reset", {"freq_in_main": freq_reset}),  # S3-DIALECT-10
     Override("promote-freq-minus-1", {"freq_in_main": freq_minus_1}),  # S3-DIALECT-11
     Override("main-victim-forgotten", {"retire_from_main": forgotten}),  # S3-DIALECT-12
-    Override("freq-unsaturated", {"saturating_increment": unsaturated_increment, "chance_spent": chance_spent_from_3}),  # S3-DIALECT-13
+    Override("freq-unsaturated", {"saturating_increment": unsaturated_increment,  # S3-DIALECT-13
+                                  "chance_spent": chance_spent_from_3}),
     Override("ghost-ignored", {"admit_ghost_hit": ghost_hit_as_new}),  # S3-DIALECT-16
     Override("ghost-cap-0.9", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),  # S3-DIALECT-6 at capacity 1
-    Override("main-zero-drop", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),  # S3-DIALECT-4: ghost_cap = main_cap
+    Override("main-zero-drop", {"insert_to_ghost": forgotten}, lambda caps: caps.ghost_cap == 0),  # S3-DIALECT-4: G as small as M
     Override("main-zero-drop", {"admit_to_main": dropped}, lambda caps: caps.main_cap == 0),  # S3-DIALECT-4
     Override("main-zero-all-main", {"admit_to_small": admit_new_to_main}, lambda caps: caps.small_cap == 0),  # S3-DIALECT-3
     Override("small-refuses-own-size", {"admit_to_small": refused}, lambda caps: caps.small_cap <= 1),  # S3-DIALECT-17
@@ -73,7 +74,7 @@ def rebuilt(function: FunctionType, names: dict[str, Any]) -> FunctionType:
 
 
 @cache
-def rules(taken: tuple[int, ...]) -> dict[str, Any]:
+def built_rules(taken: tuple[int, ...]) -> dict[str, Any]:
     """The canonical module's names with the OVERRIDES ``taken`` (their indices) bound in order,
     every function among them rebuilt to read the others from here."""
     names = dict(vars(s3fifo), make_room=make_room)
@@ -87,7 +88,7 @@ def rules(taken: tuple[int, ...]) -> dict[str, Any]:
 
 def rules_for(dialect: Dialect, caps: DialectCaps) -> dict[str, Any]:
     """The rules of a cache of ``caps`` in ``dialect``."""
-    return rules(tuple(i for i, o in enumerate(OVERRIDES) if o.variation in dialect and o.applies(caps)))
+    return built_rules(tuple(i for i, o in enumerate(OVERRIDES) if o.variation in dialect and o.applies(caps)))
 
 
 def dialect_state_holds(cache: "DialectS3FIFO") -> bool:
