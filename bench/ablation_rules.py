@@ -4,14 +4,16 @@ included) replayed over both bundled Mooncake traces, with counters on the refer
     python bench/ablation_rules.py [--capacities 256,1000,4096,16384] [--dialects canonical,global-eviction,...]
 
 Prints one markdown table per trace. Block size 512, small_ratio 0.1, max_freq 3, as in the
-ablation. The counters wrap the functions of kvspec.reference.dialects.s3fifo (the rule each
-counts is named in its column); nothing in the reference changes. Run without KVSPEC_CONTRACTS.
+ablation. The counters wrap the decisions in a dialect's rules (kvspec.reference.dialects.s3fifo's
+rules_for: the canonical rules with the dialect's overrides; the decision each counts is named in
+its column); nothing in the reference changes. Run without KVSPEC_CONTRACTS.
 """
 
 import argparse
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
-import kvspec.reference.dialects.s3fifo as rules
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import VARIATIONS, DialectS3FIFO, dialect_for
 from kvspec.reference.replay import replay_request
@@ -19,33 +21,64 @@ from kvspec.reference.replay import replay_request
 TRACES = ("conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz")
 counts: Counter[str] = Counter()
 main_victims: set[int] = set()  # the hashes whose last way into G was as M's victim (S3-ADMIT-M-3)
+retiring: list[bool] = [False]  # whether insert_to_ghost is taking M's victim rather than S's
+counted_rules: set[int] = set()  # the rules (one dict per set of overrides) whose names are counted
 
 
-def counted_promote_or_forget(cache: DialectS3FIFO, victim: int, victim_freq: int, *, per_queue: bool) -> bool:
-    promoted = original_promote_or_forget(cache, victim, victim_freq, per_queue=per_queue)
-    if promoted:
-        counts["promoted at freq 1" if victim_freq == 1 else "promoted at freq >= 2"] += 1
-    else:
-        counts["S victims to G"] += 1
-        main_victims.discard(victim)
-    return promoted
+def counting(names: dict[str, Any]) -> None:
+    """Wrap the decisions the columns count in one dialect's rules, once: the rules read these
+    names when called, so every rule that takes the decision is counted."""
+    if id(names) in counted_rules:
+        return
+    counted_rules.add(id(names))
+    wrap: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+        "freq_in_main": counted_promotion, "insert_to_ghost": counted_to_ghost, "retire_from_main": counted_retirement,
+        "chance_spent": counted_requeue, "admit_to_small": counted_new,
+    }
+    for name, wrapper in wrap.items():
+        names[name] = wrapper(names[name])
 
 
-def counted_main_victim(cache: DialectS3FIFO, h: int) -> None:
-    counts["M evictions"] += 1
-    main_victims.add(h)
-    original_main_victim(cache, h)
+def counted_promotion(rule: Callable[[int], int]) -> Callable[[int], int]:
+    def counted(freq: int) -> int:
+        counts["promoted at freq 1" if freq == 1 else "promoted at freq >= 2"] += 1
+        return rule(freq)
+    return counted
 
 
-def counted_chance_spent(cache: DialectS3FIFO, freq: int) -> int:
-    counts["M requeues"] += 1
-    return original_chance_spent(cache, freq)
+def counted_to_ghost(rule: Callable[[DialectS3FIFO, int], None]) -> Callable[[DialectS3FIFO, int], None]:
+    def counted(cache: DialectS3FIFO, h: int) -> None:
+        if not retiring[0]:
+            counts["S victims to G"] += 1
+            main_victims.discard(h)
+        rule(cache, h)
+    return counted
 
 
-def counted_placed_in_main(cache: DialectS3FIFO, from_ghost: bool) -> bool:
-    to_main = original_placed_in_main(cache, from_ghost)
-    counts["new blocks to M (DIALECT-S3-15)"] += to_main and not from_ghost and cache.caps.small_cap > 0
-    return to_main
+def counted_retirement(rule: Callable[[DialectS3FIFO, int], None]) -> Callable[[DialectS3FIFO, int], None]:
+    def counted(cache: DialectS3FIFO, h: int) -> None:
+        counts["M evictions"] += 1
+        main_victims.add(h)
+        retiring[0] = True
+        try:
+            rule(cache, h)
+        finally:
+            retiring[0] = False
+    return counted
+
+
+def counted_requeue(rule: Callable[[int], int]) -> Callable[[int], int]:
+    def counted(freq: int) -> int:
+        counts["M requeues"] += 1
+        return rule(freq)
+    return counted
+
+
+def counted_new(rule: Callable[[DialectS3FIFO, int], None]) -> Callable[[DialectS3FIFO, int], None]:
+    def counted(cache: DialectS3FIFO, h: int) -> None:
+        rule(cache, h)
+        counts["new blocks to M (DIALECT-S3-15)"] += h in cache.main and cache.caps.small_cap > 0
+    return counted
 
 
 def counted_access(cache: DialectS3FIFO, h: int) -> None:
@@ -55,10 +88,6 @@ def counted_access(cache: DialectS3FIFO, h: int) -> None:
     original_access(cache, h)
 
 
-original_promote_or_forget, rules.promote_or_forget = rules.promote_or_forget, counted_promote_or_forget
-original_main_victim, rules.main_victim = rules.main_victim, counted_main_victim
-original_chance_spent, rules.chance_spent = rules.chance_spent, counted_chance_spent
-original_placed_in_main, rules.placed_in_main = rules.placed_in_main, counted_placed_in_main
 original_access, DialectS3FIFO.access = DialectS3FIFO.access, counted_access
 
 
@@ -68,6 +97,7 @@ def one_run(records: list[tuple[list[int], int]], capacity: int, name: str) -> d
     main_victims.clear()
     dialect = frozenset() if name == "canonical" else dialect_for("s3fifo", None, (name, *VARIATIONS[name].requires))
     cache = DialectS3FIFO.empty(dialect, capacity, 0.1, 3)
+    counting(cache.rules)
     resident = small = main = 0.0
     over = 0
     hits = prompt = 0

@@ -9,7 +9,8 @@ Citations are read as the clause tracer reads them (kvspec.conformance.core.cita
 what the tracer leaves out because it does not run as the computation (contracts, the docstrings
 of modules and classes): a function or class whose docstring cites a clause is shown whole, once
 per document (later clauses point back to it); a line or a contract that cites one is shown
-alone, under its function. A test names a clause as
+alone, under its function. Under a dialect's clause, the canonical rule its override rebinds
+(reference/dialects/s3fifo.py OVERRIDES) comes first, then the override. A test names a clause as
 tests/test_spec.py has it: the id appears in the test's file (underscores read as hyphens); it is
 listed as the test function that holds the id, or as the file where the id is at module level.
 Only the reference is shown: adapters/ and conformance/ cite the policy clauses to say which
@@ -32,6 +33,8 @@ from pathlib import Path
 from kvspec.conformance.core.citations import CLAUSE_LINE, REFERENCE, citations, cited, python_source
 from kvspec.conformance.core.output import written_whole
 from kvspec.reference import KvspecError
+from kvspec.reference.dialects import VARIATIONS
+from kvspec.reference.dialects.s3fifo import OVERRIDES
 
 # tests about the spec as a whole, which cite ids as data, name no clause
 NOT_CLAUSE_TESTS = {"test_spec.py", "test_annotated_spec.py"}
@@ -45,10 +48,11 @@ class Shown:
     file: str  # relative to the reference package, as "s3fifo.py"
     name: str  # a qualified name, or "" for module level
     lines: tuple[int, ...]
-    kind: str  # "whole", or which lines: "lines", "contracts" or "docstring"
+    kind: str  # "whole", or which lines: "lines", "contracts" or "docstring"; or "replaced", a canonical rule a dialect overrides
 
 
-WHAT = {"whole": "", "lines": ", the lines that cite it", "contracts": ", the contracts that cite it", "docstring": ", its docstring"}
+WHAT = {"whole": "", "lines": ", the lines that cite it", "contracts": ", the contracts that cite it", "docstring": ", its docstring",
+        "replaced": ", the canonical rule the override below replaces"}
 
 
 @cache
@@ -109,6 +113,17 @@ def read_only_citations(tree: ast.Module) -> Iterator[tuple[str, str, tuple[int,
             yield name, "contracts", span(decorator), cited(ast.unparse(decorator))
 
 
+def replaced_rules(tree: ast.Module) -> set[tuple[str, str, tuple[int, ...]]]:
+    """(clause, name, lines) for each rule of reference/s3fifo.py (``tree``) that a dialect's
+    override rebinds (reference/dialects/s3fifo.py OVERRIDES), to be shown under the override's
+    clause before the override, as a fork of consensus-specs shows what it modifies."""
+    nodes: dict[str, ast.AST] = dict(definitions(tree))
+    assigned = (node for node in tree.body if isinstance(node, ast.Assign))
+    nodes |= {target.id: node for node in assigned for target in node.targets if isinstance(target, ast.Name)}
+    replaced = ((VARIATIONS[override.variation].clause, name) for override in OVERRIDES for name in override.binds)
+    return {(clause, name, span(nodes[name])) for clause, name in replaced if name in nodes}
+
+
 @cache
 def reference_code() -> tuple[dict[str, list[Shown]], dict[str, list[str]]]:
     """Clause id -> the reference code that cites it, in file and line order; and file -> its lines."""
@@ -134,8 +149,11 @@ def reference_code() -> tuple[dict[str, list[Shown]], dict[str, list[str]]]:
         for (clause, name, kind), numbers in parts.items():
             if kind == "whole" or (clause, name, "whole") not in parts:
                 shown.setdefault(clause, []).append(Shown(file, name, tuple(sorted(set(numbers))), kind))
+        if file == "s3fifo.py":
+            for clause, name, numbers in sorted(replaced_rules(tree)):
+                shown.setdefault(clause, []).append(Shown(file, name, numbers, "replaced"))
     for entries in shown.values():
-        entries.sort(key=lambda s: (s.file, s.lines, s.kind))
+        entries.sort(key=lambda s: ("/" in s.file, s.file, s.lines, s.kind))  # the canonical rule first, then a dialect's
     return shown, sources
 
 
@@ -176,10 +194,10 @@ def annotation(clause: str, code: list[Shown], sources: dict[str, list[str]], te
     for entry in code:
         where = f"[reference/{entry.file}](../../reference/{entry.file})"
         what = f"`{entry.name}`" if entry.name else "module level"
-        if entry.kind == "whole" and entry in seen:
-            out += [f"{where} {what}, shown whole under {seen[entry]}", ""]
+        if entry.kind in ("whole", "replaced") and entry in seen:
+            out += [f"{where} {what}{WHAT[entry.kind]}, shown whole under {seen[entry]}", ""]
             continue
-        if entry.kind == "whole":
+        if entry.kind in ("whole", "replaced"):
             seen[entry] = clause
         out += [
             f"{where} {what}{WHAT[entry.kind]}:",
@@ -248,6 +266,8 @@ it and the tests that name it, so that a reader sees each rule and its code toge
   function that holds it; a module's docstring that cites one is shown alone. Citations are read
   as the clause tracer reads them (conformance/core/citations.py), contracts and docstrings of modules
   and classes added: they say where a rule is checked or described, not where it runs.
+- The canonical rule comes first: under a clause of spec/dialects.md, the rule of
+  reference/s3fifo.py that the dialect's override rebinds is shown before the override.
 - A test names a clause when its file holds the id (underscores read as hyphens), as
   tests/test_spec.py checks; it is listed as the test function that holds it, or as its file.
 - Only documents whose clauses the reference cites are annotated.

@@ -149,11 +149,26 @@ def names_read(code: CodeType) -> set[str]:
     return names
 
 
+def names_reached(function: Callable[..., Any], module: ModuleType) -> set[str]:
+    """The names ``function`` reads, and those read by each function of ``module`` without a
+    contract that it calls: such a relay (s3fifo.evict_from_main, say) is no target of its own, so
+    its caller is the one that calls what it relays to."""
+    names: set[str] = set()
+    relays = [plain(function)]
+    while relays:
+        read = names_read(relays.pop().__code__) - names
+        names |= read
+        relays += [f for name in read if isinstance(f := vars(module).get(name), FunctionType) and not contracted(f)
+                   and f.__module__ == module.__name__]
+    return names
+
+
 def callers(chosen: list[Target], among: list[Target]) -> list[Target]:
-    """The functions of ``among`` whose code calls one of ``chosen`` by its name."""
+    """The functions of ``among`` whose code calls one of ``chosen`` by its name, themselves or
+    through relays."""
     wanted = {plain(target.function).__name__ for target in chosen}
     have = {target.name for target in chosen}
-    return [replace(t, caller=True) for t in among if t.name not in have and wanted & names_read(plain(t.function).__code__)]
+    return [replace(t, caller=True) for t in among if t.name not in have and wanted & names_reached(t.function, module_of(t.holder))]
 
 
 def clauses_of(target: Target) -> set[str]:
