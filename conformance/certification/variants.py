@@ -34,8 +34,10 @@ class Variant(ReferenceAdapter):
     def tokens(self, k: int, input_length: int) -> int:
         return hit_tokens(k, self._block_size, input_length)
 
-    def start_from(self, before: Snapshot) -> None:
-        """The queues ``before`` (the implementation's, PROTO-12) in place of the cache's own."""
+    def start_from(self, before: Snapshot) -> bool:
+        """The queues ``before`` (the implementation's, PROTO-12) in place of the cache's own; whether
+        the spec allows them (the reference's rules run only from such a state: their contracts
+        refuse any other)."""
         cache = self._cache()
         if isinstance(cache, S3FIFO | DialectS3FIFO):
             cache.small, cache.main, cache.ghost = OrderedDict(before.small), OrderedDict(before.main), OrderedDict.fromkeys(before.ghost, True)
@@ -44,6 +46,7 @@ class Variant(ReferenceAdapter):
         else:
             assert isinstance(cache, FIFO)
             cache.arrival = OrderedDict.fromkeys((h for h, _ in before.main), True)
+        return cache.state_invariants_hold()
 
 
 class RunsAnother(Variant):

@@ -141,5 +141,9 @@ class DialectS3FIFO(S3FIFO):
     ) -> "DialectS3FIFO":
         return cls(dialect, dialect_caps(capacity, small_ratio, max_freq, dialect), OrderedDict(), OrderedDict(), OrderedDict())
 
+    def __reduce__(self) -> tuple[type["DialectS3FIFO"], tuple[Any, ...]]:
+        """Pickled as built, its rules following from its dialect and sizes (request.lookup's contract pickles it)."""
+        return DialectS3FIFO, (self.dialect, self.caps, self.small, self.main, self.ghost, self.has_evicted)
+
     access = dialect_access
     state_invariants_hold = dialect_state_holds
