@@ -27,7 +27,7 @@ if os.environ.get("KVSPEC_CONTRACTS") != "0":  # read once, at import: re-run wi
 
 from kvspec.adapters import Implementation  # noqa: E402
 from kvspec.conformance.certification.certify import certify_policy  # noqa: E402
-from kvspec.conformance.certification.findings import Outcome  # noqa: E402
+from kvspec.conformance.certification.findings.divergence import Outcome  # noqa: E402
 from kvspec.conformance.galleries import benefit_mutants  # noqa: E402
 from kvspec.conformance.galleries.mutants import FACTORIES, MUTANTS  # noqa: E402
 from kvspec.reference import ALL_POLICIES  # noqa: E402
@@ -164,7 +164,7 @@ def mutant_section(seeds: list[int], repeats: int) -> list[str]:
     return [
         "Each mutant is one of seed 000's common mistakes (conformance/galleries/mutants.py), certified in-process on S3FIFO. "
         "*Breaks* is the clause spec/s3fifo.md section 8 maps the mistake to; *diagnosis* is what the verdict leads with "
-        "(conformance/certification/diagnosis.py); the time is the whole run, generation and shrinking, in seconds; the length is the "
+        "(conformance/certification/block/diagnosis.py); the time is the whole run, generation and shrinking, in seconds; the length is the "
         "number of requests in the shrunk counterexample (0: the configuration alone).",
         "",
         f"| mutant | mistake | breaks | diagnosis | seconds to catch ({per_seed}) | shrunk length ({per_seed}) |",

@@ -17,7 +17,7 @@ from pathlib import Path
 from kvspec.adapters import load_adapter
 from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.report import Report
 from kvspec.reference import ReplayConfig, make_policy, replay_request
 from kvspec.reference.dialects import Dialect
 

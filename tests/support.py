@@ -49,7 +49,7 @@ def certify_report(adapter: str, policy: str, directory: Path) -> tuple[int, Any
     contracts off, as a user runs it: the exit status and the report. The galleries' mutants are
     certified this way, so that their many shrinking runs do not pay for the O(state) checks the
     rest of the suite runs with."""
-    from kvspec.conformance.certification.report import Report
+    from kvspec.conformance.certification.verdict.report import Report
 
     run = subprocess.run([sys.executable, "-m", "kvspec.conformance.cli", "certify", "--adapter", adapter, "--policy", policy,
                           "--report", str(directory)], capture_output=True, text=True, timeout=600, env={**os.environ, "KVSPEC_CONTRACTS": "0"})

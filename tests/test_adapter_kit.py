@@ -16,7 +16,7 @@ import pytest
 
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Identity, Snapshot
 from kvspec.adapters.kit import BlockCacheAdapter
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.report import Report
 
 from support import certify_report
 

@@ -38,7 +38,7 @@ from kvspec.adapters.protocol import (
     to_double,
 )
 from kvspec.adapters.reference import ReferenceAdapter
-from kvspec.conformance.certification.benefit_machine import benefit_machine_for
+from kvspec.conformance.certification.benefit.machine import benefit_machine_for
 from kvspec.conformance.core.citations import CLAUSE_LINE
 from kvspec.reference import KvspecError
 from kvspec.reference.benefit import BenefitConfig, CostSample

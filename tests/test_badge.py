@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kvspec.conformance import cli
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.report import Report
 
 from support import certify_report, schema_errors
 

@@ -13,17 +13,12 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import Implementation, load_adapter
-from kvspec.conformance.certification.benefit_machine import (
-    ABOVE_SMALL_INTS,
-    WIDE,
-    WIDE_ALONE,
-    BenefitMachine,
-    benefit_machine_for,
-    probe_divergence,
-)
+from kvspec.conformance.certification.benefit.machine import BenefitMachine, benefit_machine_for
+from kvspec.conformance.certification.benefit.probes import probe_divergence
+from kvspec.conformance.certification.benefit.strategies import ABOVE_SMALL_INTS, WIDE, WIDE_ALONE
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.findings import Divergence
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.findings.divergence import Divergence
+from kvspec.conformance.certification.verdict.report import Report
 from kvspec.conformance.core.workloads import KEY_NUMBERINGS
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS, CanonicalBenefit, Item, canonical
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision

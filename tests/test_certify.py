@@ -70,7 +70,7 @@ def clauses_named(breaks: str) -> set[str]:
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_the_quick_profile_catches_every_mutant_and_diagnoses_the_clause_it_breaks(name: str, tmp_path: Path) -> None:
-    """conformance/certification/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
+    """conformance/certification/block/diagnosis.py: the verdict leads with the clause spec/s3fifo.md section 8 maps
     the mutant's mistake to."""
     status, report = certify_report(f"in-process:kvspec.conformance.galleries.mutants:{name.replace('-', '_')}", "s3fifo", tmp_path)
     (verdict,) = report.policies

@@ -1,13 +1,20 @@
 """PROTO-34: a certification report covers its policy's spec whole, and which clauses it lists is
-derived (conformance/certification/clauses.py), never kept by hand."""
+derived (conformance/certification/findings/clauses.py), never kept by hand."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.certification import clauses
-from kvspec.conformance.certification.clauses import NOT_CHECKABLE, POLICY_SPECS, checked, configuration_clauses, own, policy_clauses
+from kvspec.conformance.certification.findings import clauses
+from kvspec.conformance.certification.findings.clauses import (
+    NOT_CHECKABLE,
+    POLICY_SPECS,
+    checked,
+    configuration_clauses,
+    own,
+    policy_clauses,
+)
 from kvspec.conformance.core.citations import CLAUSE_LINE
 from kvspec.reference.dialects import VARIATIONS, in_catalogue_order, replaced_clauses
 

@@ -15,13 +15,13 @@ from dialect_model import ModelAdapter
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
+from kvspec.conformance.certification.block.dialect_search import find_dialect
+from kvspec.conformance.certification.block.lockstep import Lockstep
+from kvspec.conformance.certification.block.machine import wide_knobs
 from kvspec.conformance.certification.certify import nondeterministic
-from kvspec.conformance.certification.dialect_search import find_dialect
-from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.findings import Divergence, Finding, Knobs, Outcome
-from kvspec.conformance.certification.lockstep import Lockstep
-from kvspec.conformance.certification.machine import wide_knobs
-from kvspec.conformance.certification.report import PolicyVerdict, Report
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Knobs, Outcome
+from kvspec.conformance.certification.findings.faults import Fault, Location
+from kvspec.conformance.certification.verdict.report import PolicyVerdict, Report
 from kvspec.reference.dialects import CANONICAL
 
 HANDMADE = Path(__file__).resolve().parent / "handmade" / "configuration_mistakes.py"

@@ -1,4 +1,4 @@
-"""conformance/certification/diagnosis.py and benefit_diagnosis.py: the diagnosis names the clause that was broken.
+"""conformance/certification/block/diagnosis.py and benefit_diagnosis.py: the diagnosis names the clause that was broken.
 
 Each test drives a hand-made wrong implementation (tests/handmade/), whose mistake is known and is
 not one of the mutant galleries', through the lockstep or through `kvspec certify`, and checks
@@ -17,12 +17,12 @@ import pytest
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import state_of
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
-from kvspec.conformance.certification import variants
-from kvspec.conformance.certification.benefit_diagnosis import state_clauses
-from kvspec.conformance.certification.benefit_machine import benefit_machine_for
+from kvspec.conformance.certification.benefit.diagnosis import state_clauses
+from kvspec.conformance.certification.benefit.machine import benefit_machine_for
+from kvspec.conformance.certification.block import variants
+from kvspec.conformance.certification.block.lockstep import Lockstep
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.findings import Divergence
-from kvspec.conformance.certification.lockstep import Lockstep
+from kvspec.conformance.certification.findings.divergence import Divergence
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.conformance.galleries.mutants import MUTANTS as GALLERY
 from kvspec.conformance.galleries.mutants import CanonicalS3FIFO
@@ -409,7 +409,7 @@ VARIANT_CONFIGS = [AdapterConfig("s3fifo", capacity, block, ratio, freq) for cap
 
 @pytest.mark.parametrize("variant", SAME_MISTAKE, ids=lambda v: v.__name__)
 def test_each_variant_is_the_reference_with_the_one_rule_broken_that_its_mutant_breaks(variant: type[variants.Variant]) -> None:
-    """A variant is built from the reference (conformance/certification/variants.py) and answers
+    """A variant is built from the reference (conformance/certification/block/variants.py) and answers
     as the gallery mutant of the same mistake (a plain FIFO pop on M and a requeue at M's head are
     one behaviour), request by request: the refusals, hit tokens, resident counts and queues."""
     mutant = GALLERY[SAME_MISTAKE[variant]]

@@ -28,9 +28,9 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.adapters.process import ProcessAdapter
 from kvspec.adapters.protocol import AccessRequest
+from kvspec.conformance.certification.block.lockstep import Lockstep
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.faults import Fault
-from kvspec.conformance.certification.lockstep import Lockstep
+from kvspec.conformance.certification.findings.faults import Fault
 from kvspec.reference import ConfigError, ReplayConfig, TraceRecord, make_policy, replay, replay_request
 from kvspec.reference.dialects import dialect_for
 

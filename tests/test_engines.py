@@ -18,10 +18,10 @@ from test_cli import kvspec
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig
+from kvspec.conformance.certification.block.dialect_search import points
+from kvspec.conformance.certification.block.lockstep import Lockstep
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.dialect_search import points
-from kvspec.conformance.certification.findings import Divergence
-from kvspec.conformance.certification.lockstep import Lockstep
+from kvspec.conformance.certification.findings.divergence import Divergence
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
 

@@ -26,7 +26,7 @@ from kvspec.adapters.inprocess import WATCHDOG, Expired, InProcessAdapter, withi
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.report import Report
 from kvspec.conformance.fixtures.corpus import bundled_corpus
 from kvspec.conformance.fixtures.runner import read_manifest
 

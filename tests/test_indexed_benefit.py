@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.report import Report
 from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitAdapter, IndexedBenefitPolicy
 from kvspec.conformance.measurement.indexed_charge import SCALE, ceiling, charge_bounds
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample

@@ -15,7 +15,7 @@ import pytest
 from fakes.inprocess import LATE_FAULT_AT
 
 from kvspec.conformance import cli
-from kvspec.conformance.certification.keep_going import DivergenceReport
+from kvspec.conformance.certification.block.keep_going import DivergenceReport
 from kvspec.conformance.cli.replay import SHOWN
 from kvspec.reference import ReplayConfig, make_policy, replay
 from kvspec.reference.replay import replay_request

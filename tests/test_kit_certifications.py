@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 CERTIFIED = ROOT / "docs" / "certifications"

@@ -1,5 +1,5 @@
 """docs/certifications/: the matrix and each implementation's dialect, as `kvspec spec matrix`
-writes them from the reports (conformance/certification/matrix.py), and what the reports show:
+writes them from the reports (conformance/certification/verdict/matrix.py), and what the reports show:
 the search found each implementation's dialect, and each conforms to it (DIALECT-5, DIALECT-7,
 DIALECT-8)."""
 

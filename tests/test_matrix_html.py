@@ -363,7 +363,7 @@ def test_PROTO_33_a_report_naming_a_counterexample_outside_its_folder_is_one_lin
 
 @pytest.mark.parametrize("trace", ["..", ".", "sub/trace.jsonl", "sub\\trace.jsonl"])
 def test_PROTO_33_a_counterexample_is_a_file_beside_its_report(tmp_path: Path, trace: str) -> None:
-    from kvspec.conformance.certification import matrix
+    from kvspec.conformance.certification.verdict import matrix
     from kvspec.reference import KvspecError
 
     folder = a_checkout(tmp_path, "vllm") / "docs" / "certifications" / "vllm"
@@ -375,7 +375,7 @@ def test_PROTO_33_a_counterexample_is_a_file_beside_its_report(tmp_path: Path, t
 
 
 def test_PROTO_33_a_report_the_page_would_link_and_cannot_read_is_one_line_and_nothing_written(tmp_path: Path) -> None:
-    from kvspec.conformance.certification import matrix
+    from kvspec.conformance.certification.verdict import matrix
     from kvspec.reference import KvspecError
 
     checkout = a_checkout(tmp_path, "vllm")
@@ -392,7 +392,7 @@ def test_PROTO_33_a_report_the_page_would_link_and_cannot_read_is_one_line_and_n
 def test_PROTO_33_a_report_without_its_implementations_name_or_version_is_one_line(tmp_path: Path) -> None:
     """The matrix names each implementation and its version, as its start reply gave them: a report
     without one is not a certification the matrix can show (it was a KeyError's traceback)."""
-    from kvspec.conformance.certification import matrix
+    from kvspec.conformance.certification.verdict import matrix
     from kvspec.reference import KvspecError
 
     checkout = a_checkout(tmp_path, "vllm")

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvspec.conformance.certification.strategies import Trace, arbitrary_traces, cache_configs, conversation_traces
+from kvspec.conformance.certification.block.strategies import Trace, arbitrary_traces, cache_configs, conversation_traces
 from kvspec.conformance.measurement.offline_optimum import BlockAccesses, OfflineOptimum, offline_optima, read_accesses
 from kvspec.reference import POLICIES, ConfigError, ReplayConfig, make_policy, replay_request
 from kvspec.reference.dialects import KNOWN_DIALECTS, EngineCache, dialect_for

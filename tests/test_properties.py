@@ -1,5 +1,5 @@
 """Property tests: the reference against the naive model of tests/naive.py, and the invariants of
-spec/replay.md and spec/s3fifo.md, on generated traces (kvspec.conformance.certification.strategies).
+spec/replay.md and spec/s3fifo.md, on generated traces (kvspec.conformance.certification.block.strategies).
 
 The reference runs with every contract installed (tests/conftest.py), so each block access costs
 a few hundred microseconds; the example counts below keep this file well under a minute.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvspec.conformance.certification.strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
+from kvspec.conformance.certification.block.strategies import CacheConfig, Trace, cache_configs, conversation_traces, traces
 from kvspec.reference import FIFO, LRU, POLICIES, S3FIFO, ConfigError, ReplayConfig, make_policy, replay, replay_request
 
 from naive import NaiveS3FIFO, make_naive, naive_replay, naive_request

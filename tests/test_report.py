@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kvspec.conformance.certification.report import Report, schema_texts
+from kvspec.conformance.certification.verdict.report import Report, schema_texts
 
 from support import schema_errors
 

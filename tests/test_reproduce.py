@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters.interface import AdapterConfig
-from kvspec.conformance.certification.report import Failure, Report
-from kvspec.conformance.certification.reproduction import Reproduction
+from kvspec.conformance.certification.verdict.report import Failure, Report
+from kvspec.conformance.certification.verdict.reproduction import Reproduction
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS as BENEFIT_MUTANTS
 from kvspec.conformance.galleries.mutants import MUTANTS
 

@@ -15,7 +15,7 @@ import pytest
 
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.adapters.reference import ReferenceAdapter
-from kvspec.conformance.certification.keep_going import KeepGoing
+from kvspec.conformance.certification.block.keep_going import KeepGoing
 from kvspec.reference import LRU, ReplayConfig, make_policy, replay
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import replay_blocks

@@ -19,8 +19,8 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.inprocess import InProcessAdapter
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused
 from kvspec.adapters.reference import ReferenceAdapter
+from kvspec.conformance.certification.block.machine import config_strategy, machine_for, probes
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.machine import config_strategy, machine_for, probes
 from kvspec.conformance.core.workloads import Pins, long_queues
 from kvspec.conformance.fixtures.runner import read_manifest, verify
 from kvspec.conformance.galleries.benefit_mutants import CanonicalBenefit
@@ -430,7 +430,7 @@ def test_REPLAY_TRACE_2_certify_draws_ids_and_configurations_across_the_whole_do
 @pytest.mark.untyped
 def test_every_quick_run_sends_every_probe() -> None:
     """The whole-domain value of each knob and queues longer than 256 blocks, whatever the seed
-    and Hypothesis's generation (conformance/certification/machine.py's probes)."""
+    and Hypothesis's generation (conformance/certification/block/machine.py's probes)."""
     adapter = Recording()
     assert certify_policy(over_the_protocol(adapter), "s3fifo", "quick", 5).conforms
     sent = {(c.capacity, c.block_size, c.small_ratio, c.max_freq) for c in adapter.configs}
@@ -494,7 +494,7 @@ def test_REPLAY_TRACE_2_a_huge_block_size_keeps_input_lengths_and_their_sum_in_r
     from hypothesis import HealthCheck, settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from kvspec.conformance.certification import machine
+    from kvspec.conformance.certification.block import machine
 
     class HugeBlocks(machine_for(Implementation.of(adapter), "lru")):  # type: ignore[misc]
         pass

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from kvspec.adapters.interface import AdapterConfig, Identity
-from kvspec.conformance.certification.findings import Divergence, Finding, Outcome
-from kvspec.conformance.certification.rendering import console_text, json_text, markdown, write_report
-from kvspec.conformance.certification.report import CertificationVerdict, Report, build_verdict
-from kvspec.conformance.certification.reproduction import Reproduction
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome
+from kvspec.conformance.certification.verdict.rendering import console_text, json_text, markdown, write_report
+from kvspec.conformance.certification.verdict.report import CertificationVerdict, Report, build_verdict
+from kvspec.conformance.certification.verdict.reproduction import Reproduction
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference.dialects import CANONICAL
 
@@ -115,10 +115,10 @@ def test_no_module_but_rendering_writes_report_md_or_report_json() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(isinstance(node, ast.Call) and writer(node) and written_names(node) for node in ast.walk(tree)):
             writing.add(path.name)
-        if any(isinstance(node, ast.ImportFrom) and node.module == "kvspec.conformance.certification.rendering"
+        if any(isinstance(node, ast.ImportFrom) and node.module == "kvspec.conformance.certification.verdict.rendering"
                and {"markdown", "json_text"} & {alias.name for alias in node.names} for node in ast.walk(tree)):
             importing.add(path.name)
     assert writing == set() and importing == set()
-    rendering = (CONFORMANCE / "certification" / "rendering.py").read_text()
+    rendering = (CONFORMANCE / "certification" / "verdict" / "rendering.py").read_text()
     assert '"report.json": json_text(' in rendering and '"report.md": markdown(' in rendering
     assert "written_whole(directory / name)" in rendering

@@ -1,10 +1,13 @@
-"""`kvspec certify`: the Hypothesis strategies and the two stateful machines (machine: the block
-policies, benefit_machine), the lockstep comparison with the reference (lockstep) and the
-diagnosis of a divergence (diagnosis, benefit_diagnosis), an implementation's faults (faults),
-what they find (findings: a Divergence, a Finding, a policy's Outcome), the run itself (certify:
-one policy; job: a whole certification; campaign: a campaign of them), its verdict, built once
-(report), rendered for the console, report.md and report.json by rendering alone, with the
-commands that replay a counterexample (reproduction), and the pytest plugin (plugin).
+"""`kvspec certify` and `kvspec campaign`, in layers, each subpackage importing only those before
+it (tests/test_layers.py):
+
+1. findings/: what a certification finds (a divergence, a finding, an outcome), the clauses a
+   report covers, an implementation's faults and configuration findings;
+2. block/: the block policies' machine, lockstep, diagnosis and dialect search;
+3. benefit/: the benefit policy's machine and diagnosis;
+4. verdict/: the verdict built once and rendered, its badge, the matrix;
+5. this package's own modules, the run: certify (one policy), job (a whole certification, as
+   `kvspec certify` runs it), campaign (a campaign of them), and the pytest plugin (plugin).
 
 Kept free of imports: the plugin is imported by every pytest run before typeguard's import hook
 and before a conftest sets KVSPEC_CONTRACTS (see plugin.py)."""

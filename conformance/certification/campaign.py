@@ -22,8 +22,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation
 from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.job import AT_START, Certification, Certified, verdict_of
-from kvspec.conformance.certification.rendering import write_report
-from kvspec.conformance.certification.report import Report
+from kvspec.conformance.certification.verdict.rendering import write_report
+from kvspec.conformance.certification.verdict.report import Report
 from kvspec.conformance.core.output import INTERRUPTIONS, check_folder, model_json, refused, write_text
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import SPEC_VERSION, KvspecError

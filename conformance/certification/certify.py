@@ -14,11 +14,11 @@ from hypothesis.stateful import run_state_machine_as_test
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
-from kvspec.conformance.certification.benefit_machine import benefit_machine_for
-from kvspec.conformance.certification.benefit_machine import probe_divergence as benefit_probe_divergence
-from kvspec.conformance.certification.faults import Unshrinkable, reset_difference
-from kvspec.conformance.certification.findings import Divergence, Finding, Knobs, Outcome
-from kvspec.conformance.certification.machine import machine_for, probe_divergence
+from kvspec.conformance.certification.benefit.machine import benefit_machine_for
+from kvspec.conformance.certification.benefit.probes import probe_divergence as benefit_probe_divergence
+from kvspec.conformance.certification.block.machine import machine_for, probe_divergence
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Knobs, Outcome
+from kvspec.conformance.certification.findings.faults import Unshrinkable, reset_difference
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.benefit import BenefitConfig
@@ -40,7 +40,7 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     implementation so that the other findings replay. A failing example is always replayed on a
     fresh implementation. An implementation that still fails one way and then another is a finding
     too, never an error of kvspec's. Where the machine found nothing, the probes it cannot be sure
-    to meet (conformance/certification/machine.py) are sent last, every one, whatever the seed;
+    to meet (conformance/certification/block/machine.py) are sent last, every one, whatever the seed;
     where it found something, the probes' configurations still are, for the findings they make.
     DIALECT-7: the reference replays in ``dialect``. Configurations with the knob values of
     ``failed_at`` (where an earlier certification saw it fail) are not offered (configurations.py)."""

@@ -11,12 +11,12 @@ from typing import Any
 
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterFailure, Identity
+from kvspec.conformance.certification.block.dialect_search import Search, find_dialect
 from kvspec.conformance.certification.certify import certify_policy
-from kvspec.conformance.certification.dialect_search import Search, find_dialect
-from kvspec.conformance.certification.faults import Fault, Location
-from kvspec.conformance.certification.findings import Divergence, Finding, Outcome
-from kvspec.conformance.certification.report import CertificationVerdict, build_verdict
-from kvspec.conformance.certification.reproduction import Reproduction
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome
+from kvspec.conformance.certification.findings.faults import Fault, Location
+from kvspec.conformance.certification.verdict.report import CertificationVerdict, build_verdict
+from kvspec.conformance.certification.verdict.reproduction import Reproduction
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ALL_POLICIES, KvspecError
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for

@@ -23,7 +23,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kvspec.adapters import Implementation
-    from kvspec.conformance.certification.findings import Outcome
+    from kvspec.conformance.certification.findings.divergence import Outcome
 
 
 class Session:
@@ -66,7 +66,7 @@ class CertifyError(Exception):
 
 class NonConformance(CertifyError):
     def __init__(self, outcome: Outcome, header: str, adapter_spec: str) -> None:
-        from kvspec.conformance.certification.rendering import nonconformance_text
+        from kvspec.conformance.certification.verdict.rendering import nonconformance_text
 
         self.outcome = outcome
         super().__init__(nonconformance_text(outcome, header, adapter_spec))

@@ -22,7 +22,7 @@ from kvspec.reference.replay import Replayed
 from kvspec.reference.trace import STDIN
 
 if TYPE_CHECKING:
-    from kvspec.conformance.certification.keep_going import DivergenceReport
+    from kvspec.conformance.certification.block.keep_going import DivergenceReport
     from kvspec.conformance.measurement.sweep import Ablation, Sweep
     from kvspec.reference import ReplayResult
 

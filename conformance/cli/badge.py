@@ -1,5 +1,5 @@
 """`kvspec badge`: a certification report's verdict as a shields.io endpoint badge (PROTO-32;
-conformance/certification/badge.py)."""
+conformance/certification/verdict/badge.py)."""
 
 import argparse
 import sys
@@ -23,7 +23,7 @@ def add(commands: Any) -> None:
 
 
 def run_badge(args: argparse.Namespace) -> None:
-    from kvspec.conformance.certification.badge import badge, read_report
+    from kvspec.conformance.certification.verdict.badge import badge, read_report
     from kvspec.conformance.core.output import model_json, write_text, written_whole
 
     text = model_json(badge(read_report(args.report)), indent=2) + "\n"

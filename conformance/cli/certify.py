@@ -44,7 +44,7 @@ def add(commands: Any) -> None:
 
 def run_certify(args: argparse.Namespace) -> int:
     from kvspec.conformance.certification.job import Certification, verdict_of
-    from kvspec.conformance.certification.rendering import console_text, write_report
+    from kvspec.conformance.certification.verdict.rendering import console_text, write_report
     from kvspec.conformance.core.workloads import Pins
 
     pins = Pins(args.small_ratio, args.max_freq, args.max_capacity, args.max_block_size, args.fitting_requests)

@@ -55,9 +55,9 @@ def add_fixtures_actions(actions: Any) -> None:
 
 def run_fixtures_generate(args: argparse.Namespace) -> None:
     """FIX-5; DIALECT-9: with a dialect, its replay cases alone, for the policies it names."""
+    from kvspec.conformance.core.output import plural
     from kvspec.conformance.fixtures.corpus import generate, previous_corpus
     from kvspec.conformance.fixtures.replay_cases import replay_cases
-    from kvspec.conformance.core.output import plural
 
     if args.dialect is None and not args.variation:
         entries = generate(args.directory)
@@ -79,8 +79,8 @@ def run_fixtures_generate(args: argparse.Namespace) -> None:
 
 
 def run_fixtures_collect(args: argparse.Namespace) -> None:
-    from kvspec.conformance.fixtures.recorded import collect
     from kvspec.conformance.core.output import plural
+    from kvspec.conformance.fixtures.recorded import collect
 
     print(f"{plural(collect(args.reports), 'new counterexample')} in conformance/counterexamples.json (kvspec fixtures generate makes them "
           "fixtures)")
@@ -90,7 +90,9 @@ def schema_texts() -> dict[str, str]:
     """Every JSON Schema kvspec publishes, by its path under spec/schemas/ (each written by
     adapters/protocol.py's schema_text)."""
     from kvspec.adapters import protocol
-    from kvspec.conformance.certification import badge, campaign, keep_going, report
+    from kvspec.conformance.certification import campaign
+    from kvspec.conformance.certification.block import keep_going
+    from kvspec.conformance.certification.verdict import badge, report
     from kvspec.conformance.fixtures import format as fixture_format
 
     return {**{f"adapter/{name}": text for name, text in protocol.schema_texts().items()}, **fixture_format.schema_texts(), **report.schema_texts(),
@@ -149,7 +151,7 @@ def inside(name: object) -> bool:
 
 
 def run_matrix(args: argparse.Namespace) -> None:
-    from kvspec.conformance.certification import matrix
+    from kvspec.conformance.certification.verdict import matrix
     from kvspec.conformance.core.output import plural
 
     spec = Path("spec/dialects.md")

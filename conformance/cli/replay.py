@@ -39,9 +39,9 @@ from kvspec.reference.replay import Replayed
 if TYPE_CHECKING:
     from kvspec.adapters import Implementation
     from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
-    from kvspec.conformance.certification.findings import Divergence
-    from kvspec.conformance.certification.keep_going import DivergenceReport, DivergentRequest, Totals
-    from kvspec.conformance.certification.lockstep import Lockstep
+    from kvspec.conformance.certification.block.keep_going import DivergenceReport, DivergentRequest, Totals
+    from kvspec.conformance.certification.block.lockstep import Lockstep
+    from kvspec.conformance.certification.findings.divergence import Divergence
     from kvspec.reference.trace import Request
 
     Divergent = Callable[[DivergentRequest], None]  # a name: typeguard would take Callable[[a name imported here], None] for Callable[[], None]
@@ -137,7 +137,7 @@ def replay_through(implementation: Implementation, records: Iterator[tuple[int, 
     line of the request being replayed; to the end and the implementation's stop, or to the first
     fault: a failure of the implementation, or a divergence the lockstep raises."""
     from kvspec.adapters.interface import AdapterFailure
-    from kvspec.conformance.certification.findings import Divergence
+    from kvspec.conformance.certification.findings.divergence import Divergence
 
     make_policy(config)  # a configuration the spec refuses is an error, whatever the implementation says
     read = [0, 0]  # requests read, and the line of the last: the lockstep stops on the request it was sent last
@@ -169,7 +169,7 @@ def replay_in_lockstep(implementation: Implementation, records: Iterator[tuple[i
                        sink: Spool | None) -> Replayed | str:
     """The replay through an implementation, checked against the reference after every request;
     or, at the first disagreement or failure (at its start and stop too), what it was and where."""
-    from kvspec.conformance.certification.lockstep import Lockstep
+    from kvspec.conformance.certification.block.lockstep import Lockstep
 
     through = replay_through(implementation, records, config, path, lambda adapter, given, line: Lockstep(adapter, given, config.dialect), sink)
     if through.at is None:
@@ -228,7 +228,7 @@ def replay_keeping_going(implementation: Implementation, records: Iterator[tuple
     """The replay through an implementation in lockstep with the reference up to their first
     divergence, and each from its own state past it, to the end of the trace or to where the
     implementation fails (at its start and stop too)."""
-    from kvspec.conformance.certification.keep_going import DivergenceReport, KeepGoing, Running, Stopped
+    from kvspec.conformance.certification.block.keep_going import DivergenceReport, KeepGoing, Running, Stopped
 
     through = replay_through(implementation, records, config, path,
                              lambda adapter, given, line: KeepGoing(adapter, given, config.dialect, line, divergent))

@@ -49,8 +49,8 @@ class Conversations:
     """The requests so far, to draw the next one from (REPLAY-PREFIX-1 needs shared prefixes), and
     the shapes a next one takes: a fresh conversation (or a one-off scan, fresh ids nobody reuses),
     its next turn, a branch part-way, an exact repeat (``list(parent)``), an earlier id again. Each
-    generator chooses among them its own way: Hypothesis in certification/machine.py and
-    certification/strategies.py, xorshift64 in fixtures/replay_cases.py."""
+    generator chooses among them its own way: Hypothesis in certification/block/machine.py and
+    certification/block/strategies.py, xorshift64 in fixtures/replay_cases.py."""
 
     requests: list[list[int]] = field(default_factory=list)
     numbering: Numbering = PLAIN  # of the fresh ids: one for the whole example

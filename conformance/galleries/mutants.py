@@ -12,7 +12,7 @@ listed in ``FACTORIES``; ``MUTANTS`` maps each mutant's stable name to its class
 from collections.abc import Callable
 
 from kvspec.conformance.galleries.canonical_s3fifo import CanonicalS3FIFO
-from kvspec.conformance.galleries.canonical_s3fifo import is_int as is_int  # read here by certification/diagnosis.py
+from kvspec.conformance.galleries.canonical_s3fifo import is_int as is_int  # read here by certification/block/diagnosis.py
 
 # ---------------------------------------------------------------------------------------------
 # The mutants: one a mistake of seed 000, in the order of spec/s3fifo.md section 8.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kvspec.conformance.certification.report import PolicyVerdict, Report
+from kvspec.conformance.certification.verdict.report import PolicyVerdict, Report
 from kvspec.conformance.core.output import plural, write_text, written_whole
 from kvspec.reference import KvspecError
 from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS, replaced_clauses

@@ -1,5 +1,5 @@
 """Which clause a benefit-policy divergence points at (spec/benefit.md): the diagnosis a report
-leads with, on the evidence rules of conformance/certification/diagnosis.py.
+leads with, on the evidence rules of conformance/certification/block/diagnosis.py.
 
 At the state level the implementation's own state is checked against the invariants first
 (BEN-CLOCK-1, BEN-GHOST-3, BEN-SCORE-4, BEN-ENTRY-1); a state that differs is then read for the
@@ -22,7 +22,7 @@ from kvspec.adapters.interface import Identity, Level
 from kvspec.adapters.protocol import from_double
 from kvspec.adapters.reference import ReferenceBenefitAdapter
 from kvspec.adapters.wire import answer_benefit, received
-from kvspec.conformance.certification.diagnosis import Diagnosis, consistent, named
+from kvspec.conformance.certification.block.diagnosis import Diagnosis, consistent, named
 from kvspec.conformance.core.benefit_requests import Json
 from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims

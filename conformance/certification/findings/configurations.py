@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from kvspec.conformance.certification.faults import Fault, Unshrinkable
-from kvspec.conformance.certification.findings import Divergence, Knobs
+from kvspec.conformance.certification.findings.divergence import Divergence, Knobs
+from kvspec.conformance.certification.findings.faults import Fault, Unshrinkable
 
 
 @dataclass

@@ -5,9 +5,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from kvspec.conformance.certification.findings import Divergence, Finding, Outcome
-from kvspec.conformance.certification.report import CertificationVerdict, Failure, FoundDialect, PolicyVerdict, Report
-from kvspec.conformance.certification.reproduction import Reproduction, trace_lines
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome
+from kvspec.conformance.certification.verdict.report import CertificationVerdict, Failure, FoundDialect, PolicyVerdict, Report
+from kvspec.conformance.certification.verdict.reproduction import Reproduction, trace_lines
 from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
 
 

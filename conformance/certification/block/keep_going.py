@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from kvspec.adapters.interface import Adapter, AdapterConfig
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.findings import Divergence
-from kvspec.conformance.certification.lockstep import Lockstep
+from kvspec.conformance.certification.block.lockstep import Lockstep
+from kvspec.conformance.certification.findings.divergence import Divergence
 from kvspec.reference.dialects import Dialect
 from kvspec.reference.validation import INT64_MAX
 

@@ -17,7 +17,8 @@ from kvspec.conformance.core.citations import CLAUSE_LINE, citations
 SPEC = files("kvspec.spec")  # spec/, installed beside the code (pyproject's package-data)
 POLICY_SPECS = {"s3fifo": ("replay.md", "s3fifo.md"), "lru": ("replay.md", "lru.md"), "fifo": ("replay.md", "fifo.md"),
                 "benefit": ("benefit.md",)}
-CHECKING_MODULES = ("lockstep.py", "diagnosis.py", "placement.py", "variants.py", "benefit_machine.py", "benefit_diagnosis.py")
+CHECKING_MODULES = ("block/lockstep.py", "block/diagnosis.py", "block/placement.py", "block/variants.py", "benefit/machine.py",
+                    "benefit/strategies.py", "benefit/diagnosis.py")
 
 TRACE_READER = "the trace reader's (kvspec replay reads trace files); a certification draws its requests and reads none"
 RESULT = "the replay's result, which kvspec computes from the answers; the protocol asks for none"
@@ -68,7 +69,7 @@ def spec_clauses(name: str) -> tuple[str, ...]:
 @cache
 def checked() -> frozenset[str]:
     """Every clause a checking module cites: on a line of its code, in a comment or in a function's docstring."""
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent  # conformance/certification/
     found: set[str] = set()
     for module in CHECKING_MODULES:
         lines, functions = citations(str(here / module))

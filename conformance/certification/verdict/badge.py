@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.report import PolicyVerdict, Report
+from kvspec.conformance.certification.verdict.report import PolicyVerdict, Report
 from kvspec.conformance.core.output import plural
 from kvspec.reference import SPEC_VERSION, KvspecError
 from kvspec.reference.dialects import KNOWN_DIALECTS, VARIATIONS

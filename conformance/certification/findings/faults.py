@@ -18,7 +18,7 @@ from kvspec.adapters import BENEFIT_METHODS, REPLAY_METHODS
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused
 from kvspec.adapters.protocol import to_double
 from kvspec.adapters.wire import reply_json, state_json
-from kvspec.conformance.certification.findings import Divergence, Unshrinkable, configuration_text, shown
+from kvspec.conformance.certification.findings.divergence import Divergence, Unshrinkable, configuration_text, shown
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
 

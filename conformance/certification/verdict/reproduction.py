@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvspec.adapters.interface import AdapterConfig
-from kvspec.conformance.certification.findings import Divergence
+from kvspec.conformance.certification.findings.divergence import Divergence
 from kvspec.conformance.core.commands import reaching, shell_command
 from kvspec.reference import ReplayConfig
 from kvspec.reference.constants import REPLY_TIMEOUT, START_TIMEOUT

@@ -3,7 +3,7 @@ must agree after every one (spec/replay.md, spec/s3fifo.md, spec/lru.md, spec/fi
 
 The certification machine draws the configurations and requests; `kvspec replay --adapter`
 takes them from a trace file, with a Lockstep as the replay's Server. Both stop at the first
-Divergence; `kvspec replay --keep-going` goes on past it (conformance/certification/keep_going.py).
+Divergence; `kvspec replay --keep-going` goes on past it (conformance/certification/block/keep_going.py).
 """
 
 from collections.abc import Callable
@@ -11,8 +11,7 @@ from typing import TypeVar
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import snapshot_of
-from kvspec.conformance.certification.clauses import configuration_clauses
-from kvspec.conformance.certification.diagnosis import (
+from kvspec.conformance.certification.block.diagnosis import (
     Diagnosis,
     accepted_wrongly,
     consistent,
@@ -25,8 +24,9 @@ from kvspec.conformance.certification.diagnosis import (
     resident_count_diagnosis,
     results_diagnosis,
 )
-from kvspec.conformance.certification.findings import Divergence, Unshrinkable, configuration_text
-from kvspec.conformance.certification.placement import queue_diagnosis, queue_difference
+from kvspec.conformance.certification.block.placement import queue_diagnosis, queue_difference
+from kvspec.conformance.certification.findings.clauses import configuration_clauses
+from kvspec.conformance.certification.findings.divergence import Divergence, Unshrinkable, configuration_text
 from kvspec.conformance.core.output import plural
 from kvspec.reference import ConfigError, ReplayConfig, make_policy
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order, queues_hold_hashes, replaced_clauses, runs_whole

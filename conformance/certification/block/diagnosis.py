@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 from kvspec.adapters.interface import Adapter, AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.wire import config_json
-from kvspec.conformance.certification.clauses import own as own_prefix
-from kvspec.conformance.certification.variants import VARIANTS, Variant
+from kvspec.conformance.certification.block.variants import VARIANTS, Variant
+from kvspec.conformance.certification.findings.clauses import own as own_prefix
 from kvspec.conformance.core.citations import cited
 from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Request

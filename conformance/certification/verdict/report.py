@@ -12,13 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from kvspec.adapters.interface import Identity
 from kvspec.adapters.protocol import schema_text
-from kvspec.conformance.certification.clauses import policy_clauses
-from kvspec.conformance.certification.diagnosis import KNOB_CLAUSES, knob_clause, refusing_clause, spec_accepts
-from kvspec.conformance.certification.dialect_search import Search, candidates
-from kvspec.conformance.certification.faults import Fault
-from kvspec.conformance.certification.findings import Divergence, Finding, Outcome, configuration_fields, shown
-from kvspec.conformance.certification.machine import wide_knobs
-from kvspec.conformance.certification.reproduction import Reproduction, counterexample_file, trace_lines
+from kvspec.conformance.certification.block.diagnosis import KNOB_CLAUSES, knob_clause, refusing_clause, spec_accepts
+from kvspec.conformance.certification.block.dialect_search import Search, candidates
+from kvspec.conformance.certification.block.machine import wide_knobs
+from kvspec.conformance.certification.findings.clauses import policy_clauses
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome, configuration_fields, shown
+from kvspec.conformance.certification.findings.faults import Fault
+from kvspec.conformance.certification.verdict.reproduction import Reproduction, counterexample_file, trace_lines
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
 from kvspec.conformance.fixtures.format import file_text

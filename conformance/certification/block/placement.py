@@ -7,7 +7,7 @@ import json
 from collections import OrderedDict
 
 from kvspec.adapters.interface import AdapterConfig, Snapshot
-from kvspec.conformance.certification.diagnosis import (
+from kvspec.conformance.certification.block.diagnosis import (
     ONE_QUEUE,
     Diagnosis,
     consistent,

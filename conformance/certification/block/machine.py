@@ -27,11 +27,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure
-from kvspec.conformance.certification.configurations import ConfigurationFindings
-from kvspec.conformance.certification.faults import Located, Location, Unshrinkable, located
-from kvspec.conformance.certification.findings import Divergence, Knobs, configuration_text
-from kvspec.conformance.certification.lockstep import Lockstep
-from kvspec.conformance.certification.strategies import now_and_then
+from kvspec.conformance.certification.block.lockstep import Lockstep
+from kvspec.conformance.certification.block.strategies import now_and_then
+from kvspec.conformance.certification.findings.configurations import ConfigurationFindings
+from kvspec.conformance.certification.findings.divergence import Divergence, Knobs, configuration_text
+from kvspec.conformance.certification.findings.faults import Located, Location, Unshrinkable, located
 from kvspec.conformance.core.workloads import ID_NUMBERINGS, Conversations, Pins, Probe, long_queues, pinned, smallest_capacity
 from kvspec.reference.dialects import CANONICAL, Dialect
 from kvspec.reference.validation import INT64_MAX

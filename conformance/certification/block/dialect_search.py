@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterFailure
-from kvspec.conformance.certification.faults import Fault
-from kvspec.conformance.certification.findings import Divergence, Finding, Knobs, Outcome
-from kvspec.conformance.certification.lockstep import Lockstep
+from kvspec.conformance.certification.block.lockstep import Lockstep
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Knobs, Outcome
+from kvspec.conformance.certification.findings.faults import Fault
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, Dialect, in_catalogue_order
 from kvspec.reference.dialects.catalogue import dialect_problem
 
