@@ -5,7 +5,7 @@ REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, bloc
 """
 
 from kvspec.reference import ALL_POLICIES, FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
-from kvspec.reference.dialects import DialectFIFO, DialectLRU, DialectS3FIFO, EngineReplay
+from kvspec.reference.dialects import DialectFIFO, DialectLRU, EngineReplay
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
 from .benefit import ReferenceBenefitAdapter
@@ -16,7 +16,7 @@ def snapshot_of(policy: Policy) -> Snapshot:
     """PROTO-12: a reference cache's queues, head first; LRU's and FIFO's one queue in ``main``, freq 0."""
     if isinstance(policy, EngineReplay):
         policy = policy.cache  # the queue it runs each request on
-    if isinstance(policy, S3FIFO | DialectS3FIFO):
+    if isinstance(policy, S3FIFO):  # a DialectS3FIFO too
         return Snapshot(small=tuple(policy.small.items()), main=tuple(policy.main.items()), ghost=tuple(policy.ghost))
     if isinstance(policy, LRU | DialectLRU):
         return Snapshot(main=tuple((h, 0) for h in policy.recency))

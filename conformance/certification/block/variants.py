@@ -13,7 +13,7 @@ from collections import OrderedDict
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.reference import FIFO, LRU, S3FIFO, Caps, ConfigError, ReplayConfig, make_policy
-from kvspec.reference.dialects import VARIATIONS, DialectS3FIFO
+from kvspec.reference.dialects import VARIATIONS
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
 
@@ -39,7 +39,7 @@ class Variant(ReferenceAdapter):
         the spec allows them (the reference's rules run only from such a state: their contracts
         refuse any other)."""
         cache = self._cache()
-        if isinstance(cache, S3FIFO | DialectS3FIFO):
+        if isinstance(cache, S3FIFO):  # a DialectS3FIFO too
             cache.small, cache.main, cache.ghost = OrderedDict(before.small), OrderedDict(before.main), OrderedDict.fromkeys(before.ghost, True)
         elif isinstance(cache, LRU):
             cache.recency = OrderedDict.fromkeys((h for h, _ in before.main), True)
