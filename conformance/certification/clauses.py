@@ -17,7 +17,7 @@ from kvspec.conformance.core.citations import CLAUSE_LINE, citations
 SPEC = files("kvspec.spec")  # spec/, installed beside the code (pyproject's package-data)
 POLICY_SPECS = {"s3fifo": ("replay.md", "s3fifo.md"), "lru": ("replay.md", "lru.md"), "fifo": ("replay.md", "fifo.md"),
                 "benefit": ("benefit.md",)}
-CHECKING_MODULES = ("lockstep.py", "diagnosis.py", "placement.py", "variants.py", "benefit_machine.py", "benefit_diagnosis.py")
+CHECKING_MODULES = ("lockstep.py", "diagnosis.py", "placement.py", "variants.py", "benefit_machine.py", "benefit_diagnosis.py", "benefit_variants.py")
 
 TRACE_READER = "the trace reader's (kvspec replay reads trace files); a certification draws its requests and reads none"
 RESULT = "the replay's result, which kvspec computes from the answers; the protocol asks for none"
