@@ -130,7 +130,7 @@ class RejectAdvancesClock(BenefitPolicy):
         return decision
 
 
-VALID_SAMPLE = CostSample(0.0, 0.0)
+VALID_SAMPLE = CostSample(0.0, 0.0)  # any valid one: the hit stores it as the last sample, which the invalid one then replaces
 
 
 class InvalidHitCounted(BenefitPolicy):
@@ -144,7 +144,7 @@ class InvalidHitCounted(BenefitPolicy):
         if is_valid(cost):
             return super().record_hit(key, cost)
         self.clock -= 1  # the reference's hit advances the clock, which this one leaves where it was
-        decision = super().record_hit(key, VALID_SAMPLE)
+        decision = super().record_hit(key, VALID_SAMPLE)  # counted as the reference counts a valid hit
         if key in self.entries:
             self.entries[key].last_cost = cost
         return decision
