@@ -13,7 +13,6 @@ from typing import Protocol
 from kvspec.reference import SPEC_VERSION, ConfigError, KvspecError
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.score import score
-from kvspec.reference.benefit.selection import probation_charge
 
 from .interface import ConfigRefused, Identity, Level
 
@@ -82,7 +81,7 @@ def state_of(policy: BenefitPolicy) -> BenefitState:
         for key, e in sorted(policy.entries.items())
     )
     ghosts = tuple((key, g.hits, g.rw, g.ow, g.last_observation) for key, g in sorted(policy.ghosts.items()))
-    return BenefitState(policy.clock, entries, ghosts, probation_charge(policy.entries, policy.ledger))
+    return BenefitState(policy.clock, entries, ghosts, policy.probation_charge())
 
 
 class ReferenceBenefitAdapter:

@@ -688,7 +688,7 @@ def test_a_pinned_victim_breaks_the_BEN_VICTIM_5_contract(monkeypatch: pytest.Mo
     p = policy(grace_observations=0)
     admit(p, 1)
     admit(p, 2)
-    monkeypatch.setattr(selection, "victim_order", lambda entries, ledger, config, pinned: [1, 2])
+    monkeypatch.setattr(selection, "victim_order", lambda entries, ledger, config, pinned, ranked: [1, 2])
     with violation("BEN-VICTIM-5: a pinned entry is never a victim"):
         p.choose_victims(20, frozenset({1}))
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from kvspec.adapters import Implementation
-from kvspec.adapters.benefit import state_of
+from kvspec.adapters.benefit import ReferenceBenefitAdapter, state_of
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
 from kvspec.conformance.certification.benefit.diagnosis import state_clauses
 from kvspec.conformance.certification.benefit.machine import benefit_machine_for
+from kvspec.conformance.certification.benefit import variants as benefit_variants
 from kvspec.conformance.certification.block import variants
 from kvspec.conformance.certification.block.lockstep import Lockstep
 from kvspec.conformance.certification.certify import certify_policy
@@ -433,3 +434,43 @@ def test_each_variant_is_the_reference_with_the_one_rule_broken_that_its_mutant_
             ours.access(hash_ids)
             theirs.access(hash_ids)
             assert (ours.resident_count(), ours.snapshot()) == (theirs.resident_count(), theirs.snapshot()), (config, hash_ids)
+
+
+# Each benefit variant beside the gallery mutant that makes the same mistake on its own code.
+BENEFIT_SAME_MISTAKE = {benefit_variants.PerEntryRounding: "per-entry-rounding", benefit_variants.FractionalRelease: "fractional-release",
+                        benefit_variants.GraceNeverWaived: "grace-never-waived", benefit_variants.PinnedEvictable: "pinned-evictable",
+                        benefit_variants.GhostsLost: "ghosts-lost", benefit_variants.RejectAdvancesClock: "reject-advances-clock",
+                        benefit_variants.InvalidHitCounted: "invalid-hit-counted", benefit_variants.NoKeyTiebreak: "no-key-tiebreak"}
+BENEFIT_VARIANT_CONFIGS = [BenefitConfig(), BenefitConfig(probation_byte_budget=20, persistence_hit_threshold=1, grace_observations=3),
+                           BenefitConfig(probation_byte_budget=8, grace_observations=1, ghost_capacity=2, ghost_max_age_observations=4,
+                                         min_reuse_probability=0.2, decay_factor=0.5)]
+SAMPLES = (CostSample(100.0, 30.0), CostSample(40.0, 10.0), CostSample(20.0, 20.0), CostSample(float("nan"), 1.0), CostSample(-1.0, 0.0))
+
+
+def random_benefit_operation(rng: random.Random) -> tuple[str, tuple[object, ...]]:
+    """One BenefitAdapter call on a few keys and segments (each segment at one size), few samples (so that scores tie)."""
+    key, pinned, cost = rng.randrange(8), frozenset(rng.sample(range(8), rng.randrange(3))), rng.choice(SAMPLES)
+    shared = [(segment, 3 + segment) for segment in rng.sample(range(4), rng.randrange(3))]
+    return rng.choice((("consider_admission", (key, rng.randrange(6), shared, cost, pinned)), ("consider_admission", (key, 4, [], cost, pinned)),
+                       ("record_hit", (key, cost)), ("record_hit", (key, cost)), ("record_miss", (key,)), ("observe_pressure", (rng.random(),)),
+                       ("choose_victims", (rng.randrange(30), pinned)), ("select_probation_cap_victims", (pinned,)), ("remove", (key, pinned))))
+
+
+@pytest.mark.parametrize("variant", BENEFIT_SAME_MISTAKE, ids=lambda v: v.__name__)
+def test_each_benefit_variant_is_the_reference_with_the_one_rule_broken_that_its_mutant_breaks(variant: type[BenefitPolicy]) -> None:
+    """A benefit variant is the reference policy with one step replaced (benefit_variants.py) and
+    answers as the gallery mutant of the same mistake, operation by operation: every decision,
+    repair and victim list, and the state after it; and the random operations meet the mistake."""
+    mutant = MUTANTS[BENEFIT_SAME_MISTAKE[variant]]
+    assert variant.breaks == mutant.breaks
+    rng, broke = random.Random(30), False
+    for config in BENEFIT_VARIANT_CONFIGS:
+        ours, theirs, spec = ReferenceBenefitAdapter(policy_factory=variant), mutant(), ReferenceBenefitAdapter()
+        for side in (ours, theirs, spec):
+            side.configure_benefit(config)
+        for _ in range(400):
+            method, arguments = random_benefit_operation(rng)
+            answered = getattr(ours, method)(*arguments), ours.benefit_state()
+            assert answered == (getattr(theirs, method)(*arguments), theirs.benefit_state()), (config, method, arguments)
+            broke = broke or answered != (getattr(spec, method)(*arguments), spec.benefit_state())
+    assert broke

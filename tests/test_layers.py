@@ -96,6 +96,15 @@ def test_each_subpackage_of_certification_imports_only_those_before_it() -> None
     assert upward == []
 
 
+def test_certification_imports_no_gallery() -> None:
+    """The diagnosis reasons over the reference (issue 30): its variants are the reference with one
+    rule broken (certification/block/variants.py, benefit/variants.py), not the mutant galleries, which
+    exist to be certified. The galleries' layer is below certification's, so the layering alone allows it."""
+    galleries = sorted(f"{name} imports {target}" for name, targets in graph().items() if name.startswith("kvspec.conformance.certification")
+                       for target in targets if target == "kvspec.conformance.galleries" or target.startswith("kvspec.conformance.galleries."))
+    assert galleries == []
+
+
 def test_no_modules_import_each_other_in_a_circle() -> None:
     assert cycles(graph()) == []
 

@@ -10,7 +10,7 @@ from ..errors import KvspecError
 from .config import HELD_BYTES_MAX, BenefitConfig, CostSample, check_bytes, check_config, check_id, is_valid, net_benefit
 from .ledger import Ledger, new_bytes, register, release, shares_add_up
 from .score import Entry
-from .selection import CapRepair, Victims, choose_victims, select_probation_cap_victims
+from .selection import CapRepair, Victims, choose_victims, probation_charge, select_probation_cap_victims
 
 DecisionKind = Literal["admit-probation", "admit-persist", "reject", "promote"]
 
@@ -208,6 +208,10 @@ class BenefitPolicy:
         self.record_ghost(key, entry)
         self.held -= entry.exclusive_bytes + release(self.ledger, key, entry.segments)
         return entry, self.select_probation_cap_victims(pinned)
+
+    def probation_charge(self) -> int:
+        """BEN-LEDGER-5 for the state as it is."""
+        return probation_charge(self.entries, self.ledger)
 
     def used_bytes(self) -> int:
         """BEN-CMP-2: the entries' exclusive bytes."""

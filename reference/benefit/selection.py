@@ -2,6 +2,7 @@
 select; the caller removes what they select (BEN-REMOVE-1)."""
 
 import math
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from ..contracts import ensure
@@ -23,6 +24,13 @@ class Victims(NamedTuple):
 
     keys: tuple[int, ...]
     freed: int
+
+
+# The three measures selection takes as functions, the spec's by default, so that a variant of the
+# spec with one of its rules broken (conformance/certification/benefit_variants.py) replaces one.
+Ranking = Callable[[list[tuple[float, int]]], list[tuple[float, int]]]  # the scored (score, key) in order: by_score_then_key
+Freed = Callable[[dict[int, Entry], Ledger, list[int]], int]  # the bytes victims free: physical_release
+Charge = Callable[[dict[int, Entry], Ledger, frozenset[int]], int]  # the probation charge without ``leaving``: probation_charge
 
 
 def probation_charge(entries: dict[int, Entry], ledger: Ledger, leaving: frozenset[int] = frozenset()) -> int:
@@ -59,10 +67,12 @@ def cap_candidates(entries: dict[int, Entry], pinned: frozenset[int]) -> list[in
     "BEN-CAP-4: within budget after the repair, or deferred with the exact shortfall",
     per_access_state=True,
 )
-def select_probation_cap_victims(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfig, pinned: frozenset[int]) -> CapRepair:
-    """BEN-CAP-1 to BEN-CAP-5."""
+def select_probation_cap_victims(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfig, pinned: frozenset[int],
+                                 charged: Charge = probation_charge) -> CapRepair:
+    """BEN-CAP-1 to BEN-CAP-5, the probation charge as the spec rounds it (probation_charge)
+    unless a variant of the spec says otherwise."""
     budget = config.probation_byte_budget
-    charge = probation_charge(entries, ledger)
+    charge = charged(entries, ledger, frozenset())
     if charge <= budget:
         return CapRepair("satisfied")  # BEN-CAP-1
     scratch = copy_ledger(ledger)
@@ -70,7 +80,7 @@ def select_probation_cap_victims(entries: dict[int, Entry], ledger: Ledger, conf
     for key in cap_candidates(entries, pinned):
         release(scratch, key, entries[key].segments)  # BEN-CAP-3: co-referenced shares rise
         victims.append(key)
-        charge = probation_charge(entries, scratch, frozenset(victims))
+        charge = charged(entries, scratch, frozenset(victims))
         if charge <= budget:
             return CapRepair("satisfied", tuple(victims))
     return CapRepair("deferred", tuple(victims), charge - budget)
@@ -104,8 +114,14 @@ def in_grace(entry: Entry, clock: int, grace_observations: int) -> bool:
     return max(clock - entry.last_observation, 0) < grace_observations
 
 
-def victim_order(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfig, pinned: frozenset[int]) -> list[int]:
-    """BEN-VICTIM-2: no-hit probationers by age, then the scored entries by (score, key)."""
+def by_score_then_key(scored: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """BEN-VICTIM-2: the scored entries, each a (score, key), by score and then key."""
+    return sorted(scored)
+
+
+def victim_order(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfig, pinned: frozenset[int],
+                 ranked: Ranking = by_score_then_key) -> list[int]:
+    """BEN-VICTIM-2: no-hit probationers by age, then the scored entries ``ranked`` (by_score_then_key)."""
     unpinned = [key for key in entries if key not in pinned]
     order = by_age(entries, [k for k in unpinned if entries[k].state == "probation" and entries[k].hits == 0])
     scored = []
@@ -114,7 +130,7 @@ def victim_order(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfi
         if value is not None:
             scored.append((value, key))
     listed = set(order)
-    order += [key for _, key in sorted(scored) if key not in listed]
+    order += [key for _, key in ranked(scored) if key not in listed]
     return order
 
 
@@ -122,11 +138,13 @@ def victim_order(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfi
 @ensure(lambda result: len(set(result.keys)) == len(result.keys), "BEN-VICTIM-5: no victim twice")
 @ensure(lambda entries, ledger, result: result.freed == physical_release(entries, ledger, result.keys), "BEN-VICTIM-4: the bytes actually released")
 def choose_victims(entries: dict[int, Entry], ledger: Ledger, config: BenefitConfig, clock: int, bytes_to_free: int,
-                   pinned: frozenset[int]) -> Victims:
-    """BEN-VICTIM-1 to BEN-VICTIM-5."""
+                   pinned: frozenset[int], ranked: Ranking = by_score_then_key,
+                   released: Freed = physical_release) -> Victims:
+    """BEN-VICTIM-1 to BEN-VICTIM-5, the scored entries ``ranked`` as in victim_order, the bytes
+    freed as the spec counts them (physical_release) unless a variant of the spec says otherwise."""
     if bytes_to_free == 0:
         return Victims((), 0)  # BEN-VICTIM-1
-    order = victim_order(entries, ledger, config, pinned)
+    order = victim_order(entries, ledger, config, pinned, ranked)
     chosen: list[int] = []
     freed = 0
     for honour_grace in (True, False):  # BEN-VICTIM-3, BEN-GRACE-2
@@ -136,5 +154,5 @@ def choose_victims(entries: dict[int, Entry], ledger: Ledger, config: BenefitCon
             if key in chosen or (honour_grace and in_grace(entries[key], clock, config.grace_observations)):
                 continue
             chosen.append(key)
-            freed = physical_release(entries, ledger, chosen)
+            freed = released(entries, ledger, chosen)
     return Victims(tuple(chosen), freed)  # BEN-VICTIM-5: it may fall short

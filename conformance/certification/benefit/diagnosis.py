@@ -7,9 +7,9 @@ clause the operation's rule breaks on it (a rejected offer that moved the clock 
 removal that left no ghost BEN-GHOST-1). A result that differs is read against the state before
 the operation, which at the state level the two shared. At the results level that state is not
 visible: a result that shows its own break (a pinned victim) is named, and otherwise the
-operations are replayed through variants of the spec with one rule broken (the benefit mutant
-gallery), and the diagnosis is consistent with every variant that gives every answer the
-implementation gave.
+operations are replayed through variants of the spec with one rule broken (benefit_variants.py:
+the reference with one step replaced), and the diagnosis is consistent with every variant that
+gives every answer the implementation gave.
 """
 
 import math
@@ -22,9 +22,9 @@ from kvspec.adapters.interface import Identity, Level
 from kvspec.adapters.protocol import from_double
 from kvspec.adapters.reference import ReferenceBenefitAdapter
 from kvspec.adapters.wire import answer_benefit, received
+from kvspec.conformance.certification.benefit.variants import VARIANTS
 from kvspec.conformance.certification.block.diagnosis import Diagnosis, consistent, named
 from kvspec.conformance.core.benefit_requests import Json
-from kvspec.conformance.galleries.benefit_mutants import MUTANTS
 from kvspec.reference.benefit import BenefitConfig, BenefitPolicy, CapRepair, CostSample, Decision, Victims
 from kvspec.reference.benefit.config import is_valid
 from kvspec.reference.benefit.ledger import Segment
@@ -220,7 +220,8 @@ def reproducing_variants(config: Json, operations: list[Json], actual: object, s
     assert spec is not None, "the spec accepted this configuration"
     last = answer_benefit(Answered(actual), received({"cmd": "benefit_state"} if of_state else operations[-1]))
     given = spec[:len(spec) - (1 if of_state or not state_level else 2)] + [last]
-    return [variant.breaks for variant in MUTANTS.values() if (replies(variant(), config, operations, state_level) or [])[:len(given)] == given]
+    return [variant.breaks for variant in VARIANTS
+            if (replies(ReferenceBenefitAdapter(policy_factory=variant), config, operations, state_level) or [])[:len(given)] == given]
 
 
 def by_variants(diagnosis: Diagnosis, config: Json, operations: list[Json], actual: object, state_level: bool, of_state: bool = False) -> Diagnosis:

@@ -18,7 +18,8 @@ SPEC = files("kvspec.spec")  # spec/, installed beside the code (pyproject's pac
 POLICY_SPECS = {"s3fifo": ("replay.md", "s3fifo.md"), "lru": ("replay.md", "lru.md"), "fifo": ("replay.md", "fifo.md"),
                 "benefit": ("benefit.md",)}
 CHECKING_MODULES = ("block/lockstep.py", "block/diagnosis.py", "block/placement.py", "block/variants.py", "benefit/machine.py",
-                    "benefit/strategies.py", "benefit/diagnosis.py")
+                    "benefit/strategies.py", "benefit/diagnosis.py",
+                    "benefit/variants.py")
 
 TRACE_READER = "the trace reader's (kvspec replay reads trace files); a certification draws its requests and reads none"
 RESULT = "the replay's result, which kvspec computes from the answers; the protocol asks for none"
