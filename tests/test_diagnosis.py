@@ -17,9 +17,9 @@ import pytest
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import ReferenceBenefitAdapter, state_of
 from kvspec.adapters.interface import AdapterConfig, ConfigRefused, Snapshot
+from kvspec.conformance.certification.benefit import variants as benefit_variants
 from kvspec.conformance.certification.benefit.diagnosis import state_clauses
 from kvspec.conformance.certification.benefit.machine import benefit_machine_for
-from kvspec.conformance.certification.benefit import variants as benefit_variants
 from kvspec.conformance.certification.block import variants
 from kvspec.conformance.certification.block.lockstep import Lockstep
 from kvspec.conformance.certification.certify import certify_policy
