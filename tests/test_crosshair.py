@@ -13,7 +13,10 @@ import pytest
 from kvspec.conformance.hunt.search import Hunted, hunt
 from kvspec.conformance.hunt.targets import SCOPE, scope_targets
 
-BUDGET = 45.0  # seconds for the whole search, within which every rule is analysed (27 of 27 in 38 s here); `kvspec hunt check` spends 300
+# seconds for the whole search, within which every rule is analysed: 27 of 27 in 38 s on an idle machine, but at 45 s
+# S3FIFO's state-taking rules (access, insert_to_ghost) met no precondition within their share in two of three whole
+# suite runs beside the other xdist worker (issue 30); `kvspec hunt check` spends 300
+BUDGET = 75.0
 
 
 @pytest.fixture(scope="module")
