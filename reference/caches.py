@@ -54,7 +54,7 @@ def reported(config: ReplayConfig) -> tuple[float | None, int | None]:
     return config.small_ratio, config.max_freq
 
 
-class StoreCounter:
+class StoreCounter(BlockPolicy):
     """A block policy that counts, in ``stored``, the blocks that become resident in it: its
     accesses of a block not resident just before (BEN-PREFIX-7's bytes written)."""
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, same_blocks
-from .request import access_every_block, prefix_lookup
+from .request import BlockPolicy, access_every_block, prefix_lookup
 from .validation import check_count
 
 
@@ -38,7 +38,7 @@ def access(cache: "FIFO", h: int) -> None:
 
 
 @dataclass(slots=True, eq=False)
-class FIFO:
+class FIFO(BlockPolicy):
     """One FIFO cache (FIFO-CAP-1); the rules above are its methods, as in s3fifo.S3FIFO."""
 
     capacity: int

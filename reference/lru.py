@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .contracts import ensure, require, snapshot
 from .queues import HashQueue, requeue, same_blocks
-from .request import access_every_block, prefix_lookup
+from .request import BlockPolicy, access_every_block, prefix_lookup
 from .validation import check_count
 
 
@@ -40,7 +40,7 @@ def access(cache: "LRU", h: int) -> None:
 
 
 @dataclass(slots=True, eq=False)
-class LRU:
+class LRU(BlockPolicy):
     """One LRU cache (LRU-CAP-1); the rules above are its methods, as in s3fifo.S3FIFO."""
 
     capacity: int

@@ -13,7 +13,7 @@ from .contracts import F, ensure, require, snapshot
 from .errors import ConfigError
 from .queues import HashQueue as Ghost
 from .queues import Queue, same_blocks
-from .request import access_every_block, prefix_lookup
+from .request import BlockPolicy, access_every_block, prefix_lookup
 from .validation import INT64_MAX, check_count
 
 V = TypeVar("V")
@@ -342,7 +342,7 @@ def insert_to_ghost(cache: "S3FIFO", h: int) -> None:
 
 
 @dataclass(slots=True, eq=False)
-class S3FIFO:
+class S3FIFO(BlockPolicy):
     """One S3FIFO cache (S3-QUEUE-1): S and M hold (hash, freq), G hashes alone.
 
     The rules above are its methods, so that the replay's ``cache.access(h)`` is one call to

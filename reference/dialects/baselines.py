@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ..contracts import ensure, require, snapshot
 from ..queues import HashQueue, requeue
-from ..request import access_every_block, prefix_lookup
+from ..request import BlockPolicy, access_every_block, prefix_lookup
 from ..validation import INT64_MIN, check_count
 from .catalogue import Dialect, dialect_problem
 
@@ -116,7 +116,7 @@ def fifo_evict(cache: "DialectFIFO") -> bool:
 
 
 @dataclass(slots=True, eq=False)
-class DialectFIFO:
+class DialectFIFO(BlockPolicy):
     """One FIFO cache in a dialect: the canonical arrival queue, and the paths seen (REPLAY-DIALECT-3)."""
 
     dialect: Dialect
@@ -242,7 +242,7 @@ def lru_access(cache: "DialectLRU", h: int) -> None:
 
 
 @dataclass(slots=True, eq=False)
-class DialectLRU:
+class DialectLRU(BlockPolicy):
     """One LRU cache in a dialect: the canonical recency queue, the paths seen and each block's
     resident children (REPLAY-DIALECT-3, LRU-DIALECT-1), and the blocks the current request has
     found resident (LRU-DIALECT-2)."""

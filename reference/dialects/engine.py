@@ -11,7 +11,7 @@ engines' own caches (vllm.py, radix.py) are EngineCaches too.
 from dataclasses import dataclass
 
 from ..contracts import ensure, require
-from ..request import prefix_hit_blocks
+from ..request import Policy, prefix_hit_blocks
 from .baselines import DialectFIFO, DialectLRU, admit, evict, fifo_evict
 from .catalogue import Dialect
 
@@ -52,9 +52,9 @@ def engine_hit_blocks(k: int, n: int, input_length: int, block_size: int, capaci
     return k
 
 
-class EngineCache:
+class EngineCache(Policy):
     """A cache whose replay runs each request whole: its lookup, the resident prefix as the engine
-    makes it (``lookup``), then the request itself (``run``), on the Policy protocol of
+    makes it (``lookup``), then the request itself (``run``), on the Policy of
     reference/request.py. Subclasses hold ``dialect``, ``capacity``, ``block_size`` and ``stored``,
     the blocks their requests have stored (made resident), as an engine counts them."""
 
