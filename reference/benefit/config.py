@@ -2,7 +2,7 @@
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, no_type_check
 
 from ..contracts import ensure
 from ..errors import ConfigError, KvspecError
@@ -26,6 +26,7 @@ class BenefitConfig:
     ghost_max_age_observations: int = 1024
 
 
+@no_type_check  # a state check of the contracts: see reference/s3fifo.py, above queues_are_disjoint
 def is_count(value: object, low: int, high: int = INT64_MAX) -> bool:
     """An integer, never a bool, in [low, high] (for the contracts)."""
     return type(value) is int and low <= value <= high

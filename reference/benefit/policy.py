@@ -3,7 +3,7 @@ pressure decay, ghosts and removal, on one BenefitPolicy."""
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, no_type_check
 
 from ..contracts import ensure, snapshot
 from ..errors import KvspecError
@@ -33,6 +33,7 @@ class Ghost(NamedTuple):
     last_observation: int
 
 
+@no_type_check  # a state check of the contracts: see reference/s3fifo.py, above queues_are_disjoint
 def fingerprint(policy: "BenefitPolicy") -> tuple[object, ...]:
     """Everything a rejected offer must leave as it was (BEN-ADMIT-2)."""
     entries = tuple((key, repr(entry)) for key, entry in sorted(policy.entries.items()))
@@ -40,17 +41,20 @@ def fingerprint(policy: "BenefitPolicy") -> tuple[object, ...]:
     return policy.clock, entries, tuple(sorted(policy.ghosts.items())), ledger
 
 
+@no_type_check  # a state check of the contracts: see reference/s3fifo.py, above queues_are_disjoint
 def weights_are_finite(policy: "BenefitPolicy") -> bool:
     """No NaN or infinity is ever a weight (BEN-ARITH-1)."""
     weights = [w for e in policy.entries.values() for w in (e.rw, e.ow)] + [w for g in policy.ghosts.values() for w in (g.rw, g.ow)]
     return all(math.isfinite(w) for w in weights)
 
 
+@no_type_check  # a state check of the contracts: see reference/s3fifo.py, above queues_are_disjoint
 def bytes_held(policy: "BenefitPolicy") -> int:
     """BEN-KEY-2: every entry's exclusive bytes and every segment in the ledger, once."""
     return sum(entry.exclusive_bytes for entry in policy.entries.values()) + sum(segment.size for segment in policy.ledger.values())
 
 
+@no_type_check  # a state check of the contracts: see reference/s3fifo.py, above queues_are_disjoint
 def state_holds(policy: "BenefitPolicy") -> bool:
     """BEN-LEDGER-4, BEN-GHOST-3, BEN-KEY-2 and finite weights, over the whole state."""
     return (shares_add_up(policy.ledger) and len(policy.ghosts) <= policy.config.ghost_capacity and weights_are_finite(policy)
