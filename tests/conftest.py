@@ -3,7 +3,9 @@
 The variable must be set before kvspec.reference is first imported, which is why it is set
 here, at collection, and why tests/test_contracts.py checks that it took effect.
 
-typeguard checks every kvspec call of every test, except in the tests marked ``untyped``: those
+typeguard checks every kvspec call of every test, but for the few functions marked ``no_type_check``
+(each says why: the contracts' own state checks, called with what the typed rule was given, and
+recursive walks of a JSON value), and except in the tests marked ``untyped``: those
 whose rule is a verdict (a certification that catches a mistaken implementation, or draws what it
 must) and which run certifications over and over, where typeguard makes a run about four times
 slower and checks what the typed tests check already (the reference certified in process and over
