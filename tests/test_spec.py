@@ -13,7 +13,7 @@ import pytest
 from kvspec.conformance.core.citations import CITATION, CLAUSE_LINE, cited
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = ["replay.md", "s3fifo.md", "lru.md", "fifo.md", "benefit.md", "dialects.md"]
+SPECS = ["replay.md", "s3fifo.md", "lru.md", "fifo.md", "benefit.md", "dialects.md", "lifecycle.md"]
 
 
 def spec_clauses(name: str) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import kvspec.reference
 from kvspec.reference import KvspecError
 
-PREFIXES = "BEN|REPLAY|S3|LRU|FIFO|DIALECT"
+PREFIXES = "BEN|REPLAY|S3|LRU|FIFO|DIALECT|LIFE"
 CITATION = re.compile(rf"\b((?:{PREFIXES})(?:-[A-Z]+)*)-(\d+)(?:\.\.(\d+)| to (?:{PREFIXES})(?:-[A-Z]+)*-(\d+))?")
 CLAUSE_LINE = re.compile(r"^- \*\*([A-Z][A-Z0-9]*(?:-[A-Z]+)*-\d+)\*\*", re.MULTILINE)  # a clause of spec/*.md
 REFERENCE = Path(kvspec.reference.__file__).parent

@@ -8,7 +8,6 @@ replacements are in s3fifo_overrides.py, the sizes in s3fifo_sizes.py, and globa
 admission path in global_eviction.py.
 """
 
-import inspect
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, NamedTuple
 from .. import s3fifo
 from ..contracts import ensure, require
 from ..queues import HashQueue, Queue
+from ..rebuilt import rebuilt
 from ..s3fifo import S3FIFO, is_resident
 from .catalogue import Dialect
 from .global_eviction import GLOBAL_EVICTION, NEW_TO_MAIN
@@ -65,12 +65,6 @@ OVERRIDES = (
 )
 # The canonical rules that call a decision a variation point may rebind, rebuilt for each dialect.
 REBUILT = ("access", "admit_ghost_hit", "admit_to_small", "admit_to_main", "evict_from_main", "retire_from_main", "insert_to_ghost")
-
-
-def rebuilt(function: FunctionType, names: dict[str, Any]) -> FunctionType:
-    """``function`` without its contracts, reading its global names from ``names``."""
-    plain = inspect.unwrap(function)
-    return FunctionType(plain.__code__, names, plain.__name__, plain.__defaults__, plain.__closure__)
 
 
 @cache

@@ -1,0 +1,211 @@
+"""spec/lifecycle.md sections 1, 2, 4 and 5: requests in flight in one pool of blocks.
+
+A Pool is a policy in use (reference/in_use.py, whose ``refs`` are the reference counts), the
+blocks not yet computed, the blocks held outside the cache, and the requests waiting and running.
+Each operation of section 2 is a method; the accounting identity, referenced-never-evicted and
+computed-before-hit (LIFE-INV-1, LIFE-INV-2) are its contracts.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .contracts import ensure, require
+from .errors import KvspecError
+from .in_use import IN_USE, InUseFIFO, InUseLRU, InUseS3FIFO
+from .replay import ReplayConfig, hit_tokens
+from .request import prefix_hit_blocks
+
+InUse = InUseS3FIFO | InUseLRU | InUseFIFO
+
+
+@dataclass(slots=True)
+class Request:
+    """A request in flight: its blocks and tokens, how far it has computed, what it references and
+    holds while it runs, and what its accounting has counted (section 4)."""
+
+    blocks: list[int]
+    input_length: int
+    computed: int = 0  # LIFE-COMPUTE-1: its blocks [0, computed) are computed
+    referenced: list[int] = field(default_factory=list)  # LIFE-ALLOC-2: each once
+    admitted: list[int] = field(default_factory=list)  # the blocks its allocation admitted (LIFE-PREEMPT-1)
+    held: int = 0  # LIFE-ALLOC-3, LIFE-DECODE-1
+    running: bool = False
+    hit_tokens: int | None = None  # LIFE-HIT-1: set by its first allocation made
+    recomputed_tokens: int = 0  # LIFE-HIT-2
+    computed_before: int = 0  # the blocks it had computed when it was last preempted
+
+
+def resident_blocks(pool: "Pool") -> Iterator[int]:
+    """Every resident block of the pool's policy (S and M for S3FIFO, the queue for LRU and FIFO)."""
+    policy = pool.policy
+    if isinstance(policy, InUseS3FIFO):
+        yield from policy.small
+        yield from policy.main
+    else:
+        yield from policy.recency if isinstance(policy, InUseLRU) else policy.arrival
+
+
+def pool_holds(pool: "Pool") -> bool:
+    """LIFE-INV-1: every referenced block resident, referenced plus evictable the resident count,
+    resident plus held within the capacity, each count that of the running requests naming it."""
+    refs, policy = pool.policy.refs, pool.policy
+    counted: dict[int, int] = {}
+    for request in pool.requests.values():
+        for h in request.referenced:
+            counted[h] = counted.get(h, 0) + 1
+    evictable = sum(1 for h in resident_blocks(pool) if h not in refs)
+    return (all(policy.is_resident(h) for h in refs) and len(refs) + evictable == policy.resident_count()
+            and policy.resident_count() + pool.held <= pool.capacity and counted == refs
+            and pool.held == sum(request.held for request in pool.requests.values())
+            and all(policy.is_resident(h) for h in pool.pending))
+
+
+def usable(pool: "Pool", h: int) -> bool:
+    """LIFE-POOL-3: resident and computed."""
+    return pool.policy.is_resident(h) and h not in pool.pending
+
+
+@dataclass(slots=True, eq=False)
+class Pool:
+    """LIFE-POOL-1: one pool of ``capacity`` slots, its policy in use, and the requests in flight."""
+
+    policy: InUse
+    capacity: int
+    block_size: int
+    pending: set[int] = field(default_factory=set)  # LIFE-POOL-3: resident blocks not yet computed
+    held: int = 0  # LIFE-POOL-1: the blocks requests hold outside the cache
+    requests: dict[int, Request] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, config: ReplayConfig) -> "Pool":
+        """An empty pool of the configuration's canonical policy, in use."""
+        in_use = IN_USE[config.policy]
+        policy = in_use.empty(config.capacity, config.small_ratio, config.max_freq) if config.policy == "s3fifo" else in_use.empty(config.capacity)
+        return cls(policy, config.capacity, config.block_size)
+
+    @require(lambda self, rid: rid not in self.requests, "LIFE-ARRIVE-1: a request in flight has an id of its own")
+    @require(lambda hash_ids, input_length: hash_ids and input_length >= 1, "REPLAY-TRACE-2, REPLAY-TRACE-3")
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        """LIFE-ARRIVE-1: the request waits; nothing of the cache changes."""
+        self.requests[rid] = Request(self.policy.blocks(hash_ids), input_length)
+
+    def waiting(self, rid: int) -> Request:
+        request = self.requests.get(rid)
+        if request is None or request.running:
+            raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is not waiting")
+        return request
+
+    def running(self, rid: int) -> Request:
+        request = self.requests.get(rid)
+        if request is None or not request.running:
+            raise KvspecError(f"LIFE-ALLOC-2: request {rid} is not running")
+        return request
+
+    @ensure(lambda self, rid, result: all(usable(self, h) for h in self.requests[rid].blocks[:result]),
+            "LIFE-INV-2: every hit block is computed")
+    def lookup(self, rid: int) -> int:
+        """LIFE-LOOKUP-1: k, the longest prefix of usable blocks; it changes nothing."""
+        return prefix_hit_blocks(self.waiting(rid).blocks, lambda h: usable(self, h))
+
+    def fits(self, request: Request) -> bool:
+        """LIFE-ALLOC-4: the request's blocks not resident fit beside the blocks held and those
+        referenced (by other requests: a waiting one references none), or nothing is in use."""
+        new = sum(1 for h in set(request.blocks) if not self.policy.is_resident(h))
+        in_use = self.held + len(self.policy.refs)
+        return new <= self.capacity - in_use or not in_use
+
+    @require(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
+    @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
+    def allocate(self, rid: int) -> bool:
+        """LIFE-ALLOC-1 to LIFE-ALLOC-4 and LIFE-HIT-1, LIFE-HIT-2: whether the allocation is made."""
+        request = self.waiting(rid)
+        k = self.lookup(rid)
+        if not self.fits(request):
+            return False  # LIFE-ALLOC-4: refused, nothing changes, and no hit is counted (LIFE-HIT-1)
+        self.count_hits(request, k)
+        for h in request.blocks:
+            self.access(request, h)
+        gone = [h for h in request.admitted if not self.policy.is_resident(h)]  # evicted by its own later accesses
+        self.pending.difference_update(gone)
+        request.admitted = [h for h in dict.fromkeys(request.admitted) if self.policy.is_resident(h)]
+        for h in dict.fromkeys(request.blocks):  # LIFE-ALLOC-2: each block once, in order
+            if self.policy.is_resident(h):
+                request.referenced.append(h)
+                self.policy.refs[h] = self.policy.refs.get(h, 0) + 1
+        request.running = True
+        return True
+
+    def count_hits(self, request: Request, k: int) -> None:
+        """LIFE-HIT-1 (the first allocation made counts the hit tokens) and LIFE-HIT-2 (a resumed one, its recomputed tokens)."""
+        hits = hit_tokens(k, self.block_size, request.input_length)
+        if request.hit_tokens is None:
+            request.hit_tokens = hits
+        else:
+            before = hit_tokens(request.computed_before, self.block_size, request.input_length)
+            request.recomputed_tokens += max(0, before - hits)
+
+    def access(self, request: Request, h: int) -> None:
+        """LIFE-ALLOC-1, LIFE-ALLOC-3: one access; a block not admitted is held, and slots are freed while the pool is over."""
+        was_resident = self.policy.is_resident(h)
+        self.policy.access(h)
+        if not was_resident and self.policy.is_resident(h):
+            self.pending.add(h)
+            request.admitted.append(h)
+        elif not self.policy.is_resident(h):
+            request.held += 1
+            self.held += 1
+        self.make_room()
+
+    def make_room(self) -> None:
+        """LIFE-ALLOC-3, LIFE-EVICT-2: while the pool is over its capacity, a slot is freed."""
+        while self.policy.resident_count() + self.held > self.capacity:
+            if not self.policy.free_slot():
+                raise KvspecError("LIFE-ALLOC-4: no block to evict (the allocation was made though the pool could not hold it)")
+
+    @require(lambda self, rid, upto: self.running(rid).computed < upto <= len(self.requests[rid].blocks),
+             "LIFE-COMPUTE-1: a step computes from the first block not computed")
+    def compute(self, rid: int, upto: int) -> None:
+        """LIFE-COMPUTE-1: blocks [computed, upto) become computed."""
+        request = self.running(rid)
+        self.pending.difference_update(request.blocks[request.computed:upto])
+        request.computed = upto
+
+    @require(lambda self, rid: self.running(rid).computed == len(self.requests[rid].blocks), "LIFE-DECODE-1: after its blocks are computed")
+    @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
+    def decode(self, rid: int) -> bool:
+        """LIFE-DECODE-1: one more held block, after a slot is freed if the pool is full; refused when none can be."""
+        if self.policy.resident_count() + self.held >= self.capacity and not self.policy.free_slot():
+            return False
+        self.running(rid).held += 1
+        self.held += 1
+        return True
+
+    @require(lambda self, rid: self.running(rid).computed == len(self.requests[rid].blocks), "LIFE-FINISH-1: after its blocks are computed")
+    @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
+    def finish(self, rid: int) -> Request:
+        """LIFE-FINISH-1: its references dropped, its held blocks freed; the request, with its accounting."""
+        self.release(self.running(rid))
+        return self.requests.pop(rid)
+
+    @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
+    def preempt(self, rid: int) -> None:
+        """LIFE-PREEMPT-1: as finish, and each block it admitted and did not compute, unreferenced, removed (LIFE-EVICT-3); it waits again."""
+        request = self.running(rid)
+        self.release(request)
+        for h in request.admitted:
+            if h in self.pending and h not in self.policy.refs:
+                self.policy.remove(h)
+                self.pending.discard(h)
+        request.computed_before, request.computed, request.admitted, request.running = request.computed, 0, [], False
+
+    def release(self, request: Request) -> None:
+        """LIFE-FINISH-1, LIFE-PREEMPT-1: the request's references dropped and its held blocks freed."""
+        for h in request.referenced:
+            count = self.policy.refs[h] - 1
+            if count:
+                self.policy.refs[h] = count
+            else:
+                del self.policy.refs[h]
+        request.referenced = []
+        self.held -= request.held
+        request.held = 0
