@@ -23,7 +23,10 @@ from .s3fifo import S3FIFO, chance_spent, freq_in_main, insert_to_ghost, retire_
 
 def evictable_nearest_head(queue: dict[int, Any], refs: dict[int, int]) -> int | None:
     """The hash of ``queue`` nearest its head that no request references (LIFE-EVICT-1), or None."""
-    return next((h for h in queue if h not in refs), None)
+    for h in queue:
+        if h not in refs:
+            return h
+    return None
 
 
 def put_back_at_head(queue: dict[int, int], passed: list[tuple[int, int]]) -> None:

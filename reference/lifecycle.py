@@ -125,13 +125,18 @@ class Pool:
         self.count_hits(request, k)
         for h in request.blocks:
             self.access(request, h)
-        gone = [h for h in request.admitted if not self.policy.is_resident(h)]  # evicted by its own later accesses
-        self.pending.difference_update(gone)
-        request.admitted = [h for h in dict.fromkeys(request.admitted) if self.policy.is_resident(h)]
+        policy, admitted = self.policy, []
+        for h in dict.fromkeys(request.admitted):
+            if policy.is_resident(h):
+                admitted.append(h)
+            else:
+                self.pending.discard(h)  # evicted by the request's own later accesses
+        request.admitted = admitted
+        refs = policy.refs
         for h in dict.fromkeys(request.blocks):  # LIFE-ALLOC-2: each block once, in order
-            if self.policy.is_resident(h):
+            if policy.is_resident(h):
                 request.referenced.append(h)
-                self.policy.refs[h] = self.policy.refs.get(h, 0) + 1
+                refs[h] = refs.get(h, 0) + 1
         request.running = True
         return True
 
@@ -146,15 +151,19 @@ class Pool:
 
     def access(self, request: Request, h: int) -> None:
         """LIFE-ALLOC-1, LIFE-ALLOC-3: one access; a block not admitted is held, and slots are freed while the pool is over."""
-        was_resident = self.policy.is_resident(h)
-        self.policy.access(h)
-        if not was_resident and self.policy.is_resident(h):
-            self.pending.add(h)
-            request.admitted.append(h)
-        elif not self.policy.is_resident(h):
-            request.held += 1
-            self.held += 1
-        self.make_room()
+        policy = self.policy
+        if policy.is_resident(h):
+            policy.access(h)  # a hit, or a block resident past the prefix (REPLAY-ACCESS-1)
+        else:
+            policy.access(h)
+            if policy.is_resident(h):
+                self.pending.add(h)
+                request.admitted.append(h)
+            else:
+                request.held += 1
+                self.held += 1
+        if self.held:  # with none held, the policy's own sizes keep it within the pool (S3-INV-1, S3-INV-2, LRU-CAP-1, FIFO-CAP-1)
+            self.make_room()
 
     def make_room(self) -> None:
         """LIFE-ALLOC-3, LIFE-EVICT-2: while the pool is over its capacity, a slot is freed."""
