@@ -29,6 +29,7 @@ class Request:
     referenced: list[int] = field(default_factory=list)  # LIFE-ALLOC-2: each once
     admitted: list[int] = field(default_factory=list)  # the blocks its allocation admitted (LIFE-PREEMPT-1)
     held: int = 0  # LIFE-ALLOC-3, LIFE-DECODE-1
+    held_blocks: set[int] = field(default_factory=set)  # LIFE-ALLOC-3: each block it holds outside the cache, once
     running: bool = False
     hit_tokens: int | None = None  # LIFE-HIT-1: set by its first allocation made
     recomputed_tokens: int = 0  # LIFE-HIT-2
@@ -84,7 +85,7 @@ class Pool:
         return cls(policy, config.capacity, config.block_size)
 
     @require(lambda self, rid: rid not in self.requests, "LIFE-ARRIVE-1: a request in flight has an id of its own")
-    @require(lambda hash_ids, input_length: hash_ids and input_length >= 1, "REPLAY-TRACE-2, REPLAY-TRACE-3")
+    @require(lambda hash_ids, input_length: hash_ids and input_length >= 1, "REPLAY-TRACE-2: at least one block and one token")
     def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
         """LIFE-ARRIVE-1: the request waits; nothing of the cache changes."""
         self.requests[rid] = Request(self.policy.blocks(hash_ids), input_length)
@@ -108,11 +109,13 @@ class Pool:
         return prefix_hit_blocks(self.waiting(rid).blocks, lambda h: usable(self, h))
 
     def fits(self, request: Request) -> bool:
-        """LIFE-ALLOC-4: the request's blocks not resident fit beside the blocks held and those
-        referenced (by other requests: a waiting one references none), or nothing is in use."""
-        new = sum(1 for h in set(request.blocks) if not self.policy.is_resident(h))
-        in_use = self.held + len(self.policy.refs)
-        return new <= self.capacity - in_use or not in_use
+        """LIFE-ALLOC-4: the request's blocks that no other request references (each once, resident
+        or not) fit beside the blocks held and those referenced (by other requests: a waiting one
+        references none), or nothing is in use."""
+        refs = self.policy.refs
+        needed = sum(1 for h in set(request.blocks) if h not in refs)
+        in_use = self.held + len(refs)
+        return needed <= self.capacity - in_use or not in_use
 
     @require(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
@@ -152,6 +155,8 @@ class Pool:
     def access(self, request: Request, h: int) -> None:
         """LIFE-ALLOC-1, LIFE-ALLOC-3: one access; a block not admitted is held, and slots are freed while the pool is over."""
         policy = self.policy
+        if h in request.held_blocks:
+            return  # LIFE-ALLOC-3: held once, outside the cache, whatever the request names after
         if policy.is_resident(h):
             policy.access(h)  # a hit, or a block resident past the prefix (REPLAY-ACCESS-1)
         else:
@@ -160,6 +165,7 @@ class Pool:
                 self.pending.add(h)
                 request.admitted.append(h)
             else:
+                request.held_blocks.add(h)
                 request.held += 1
                 self.held += 1
         if self.held:  # with none held, the policy's own sizes keep it within the pool (S3-INV-1, S3-INV-2, LRU-CAP-1, FIFO-CAP-1)
@@ -176,15 +182,20 @@ class Pool:
     def compute(self, rid: int, upto: int) -> None:
         """LIFE-COMPUTE-1: blocks [computed, upto) become computed."""
         request = self.running(rid)
-        self.pending.difference_update(request.blocks[request.computed:upto])
+        referenced = set(request.referenced)  # a block it does not reference (evicted in its allocation) it does not hold
+        self.pending.difference_update(h for h in request.blocks[request.computed:upto] if h in referenced)
         request.computed = upto
 
     @require(lambda self, rid: self.running(rid).computed == len(self.requests[rid].blocks), "LIFE-DECODE-1: after its blocks are computed")
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     def decode(self, rid: int) -> bool:
-        """LIFE-DECODE-1: one more held block, after a slot is freed if the pool is full; refused when none can be."""
-        if self.policy.resident_count() + self.held >= self.capacity and not self.policy.free_slot():
-            return False
+        """LIFE-DECODE-1: one more held block, after a slot is freed if the pool is full; refused, changing
+        nothing, when every resident block is referenced."""
+        policy = self.policy
+        if policy.resident_count() + self.held >= self.capacity:
+            if len(policy.refs) == policy.resident_count():
+                return False
+            policy.free_slot()  # finds one: an evictable block is resident
         self.running(rid).held += 1
         self.held += 1
         return True
@@ -198,11 +209,13 @@ class Pool:
 
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     def preempt(self, rid: int) -> None:
-        """LIFE-PREEMPT-1: as finish, and each block it admitted and did not compute, unreferenced, removed (LIFE-EVICT-3); it waits again."""
+        """LIFE-PREEMPT-1: as finish, then each block it referenced that is not computed and that no
+        running request references is removed (LIFE-EVICT-3); it waits again."""
         request = self.running(rid)
+        uncomputed = [h for h in request.referenced if h in self.pending]
         self.release(request)
-        for h in request.admitted:
-            if h in self.pending and h not in self.policy.refs:
+        for h in uncomputed:
+            if h not in self.policy.refs:
                 self.policy.remove(h)
                 self.pending.discard(h)
         request.computed_before, request.computed, request.admitted, request.running = request.computed, 0, [], False
@@ -217,4 +230,4 @@ class Pool:
                 del self.policy.refs[h]
         request.referenced = []
         self.held -= request.held
-        request.held = 0
+        request.held, request.held_blocks = 0, set()
