@@ -84,22 +84,32 @@ class Pool:
         policy = in_use.empty(config.capacity, config.small_ratio, config.max_freq) if config.policy == "s3fifo" else in_use.empty(config.capacity)
         return cls(policy, config.capacity, config.block_size)
 
-    @require(lambda self, rid: rid not in self.requests, "LIFE-ARRIVE-1: a request in flight has an id of its own")
-    @require(lambda hash_ids, input_length: hash_ids and input_length >= 1, "REPLAY-TRACE-2: at least one block and one token")
     def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
-        """LIFE-ARRIVE-1: the request waits; nothing of the cache changes."""
+        """LIFE-ARRIVE-1: the request waits; nothing of the cache changes. (The checks are errors, not
+        contracts: they refuse a caller's input whether contracts are installed or not.)"""
+        if rid in self.requests:
+            raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is in flight already; a request in flight has an id of its own")
+        if not hash_ids or input_length < 1:
+            raise KvspecError("REPLAY-TRACE-2: a request has at least one block and at least one token")
         self.requests[rid] = Request(self.policy.blocks(hash_ids), input_length)
 
     def waiting(self, rid: int) -> Request:
         request = self.requests.get(rid)
         if request is None or request.running:
-            raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is not waiting")
+            raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is not waiting ({'running' if request else 'not in flight'})")
         return request
 
     def running(self, rid: int) -> Request:
         request = self.requests.get(rid)
         if request is None or not request.running:
-            raise KvspecError(f"LIFE-ALLOC-2: request {rid} is not running")
+            raise KvspecError(f"LIFE-ALLOC-2: request {rid} is not running ({'waiting' if request else 'not in flight'})")
+        return request
+
+    def computed_all(self, rid: int, clause: str) -> Request:
+        """The running request ``rid``, which has computed all its blocks (LIFE-DECODE-1, LIFE-FINISH-1)."""
+        request = self.running(rid)
+        if request.computed < len(request.blocks):
+            raise KvspecError(f"{clause}: request {rid} has computed {request.computed} of its {len(request.blocks)} blocks")
         return request
 
     @ensure(lambda self, rid, result: all(usable(self, h) for h in self.requests[rid].blocks[:result]),
@@ -177,34 +187,33 @@ class Pool:
             if not self.policy.free_slot():
                 raise KvspecError("LIFE-ALLOC-4: no block to evict (the allocation was made though the pool could not hold it)")
 
-    @require(lambda self, rid, upto: self.running(rid).computed < upto <= len(self.requests[rid].blocks),
-             "LIFE-COMPUTE-1: a step computes from the first block not computed")
     def compute(self, rid: int, upto: int) -> None:
         """LIFE-COMPUTE-1: blocks [computed, upto) become computed."""
         request = self.running(rid)
+        if not request.computed < upto <= len(request.blocks):
+            raise KvspecError(f"LIFE-COMPUTE-1: request {rid} has computed {request.computed} of its {len(request.blocks)} blocks; "
+                              f"a step computes from the first not computed, to {upto}")
         referenced = set(request.referenced)  # a block it does not reference (evicted in its allocation) it does not hold
         self.pending.difference_update(h for h in request.blocks[request.computed:upto] if h in referenced)
         request.computed = upto
 
-    @require(lambda self, rid: self.running(rid).computed == len(self.requests[rid].blocks), "LIFE-DECODE-1: after its blocks are computed")
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     def decode(self, rid: int) -> bool:
         """LIFE-DECODE-1: one more held block, after a slot is freed if the pool is full; refused, changing
         nothing, when every resident block is referenced."""
-        policy = self.policy
+        request, policy = self.computed_all(rid, "LIFE-DECODE-1"), self.policy
         if policy.resident_count() + self.held >= self.capacity:
             if len(policy.refs) == policy.resident_count():
                 return False
             policy.free_slot()  # finds one: an evictable block is resident
-        self.running(rid).held += 1
+        request.held += 1
         self.held += 1
         return True
 
-    @require(lambda self, rid: self.running(rid).computed == len(self.requests[rid].blocks), "LIFE-FINISH-1: after its blocks are computed")
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     def finish(self, rid: int) -> Request:
         """LIFE-FINISH-1: its references dropped, its held blocks freed; the request, with its accounting."""
-        self.release(self.running(rid))
+        self.release(self.computed_all(rid, "LIFE-FINISH-1"))
         return self.requests.pop(rid)
 
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
