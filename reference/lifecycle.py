@@ -123,9 +123,8 @@ class Pool:
         or not) fit beside the blocks held and those referenced (by other requests: a waiting one
         references none), or nothing is in use."""
         refs = self.policy.refs
-        needed = sum(1 for h in set(request.blocks) if h not in refs)
         in_use = self.held + len(refs)
-        return needed <= self.capacity - in_use or not in_use
+        return not in_use or sum(1 for h in set(request.blocks) if h not in refs) <= self.capacity - in_use
 
     @require(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
