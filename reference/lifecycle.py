@@ -27,7 +27,6 @@ class Request:
     input_length: int
     computed: int = 0  # LIFE-COMPUTE-1: its blocks [0, computed) are computed
     referenced: list[int] = field(default_factory=list)  # LIFE-ALLOC-2: each once
-    admitted: list[int] = field(default_factory=list)  # the blocks its allocation admitted (LIFE-PREEMPT-1)
     held: int = 0  # LIFE-ALLOC-3, LIFE-DECODE-1
     held_blocks: set[int] = field(default_factory=set)  # LIFE-ALLOC-3: each block it holds outside the cache, once
     running: bool = False
@@ -48,7 +47,8 @@ def resident_blocks(pool: "Pool") -> Iterator[int]:
 
 def pool_holds(pool: "Pool") -> bool:
     """LIFE-INV-1: every referenced block resident, referenced plus evictable the resident count,
-    resident plus held within the capacity, each count that of the running requests naming it."""
+    resident plus held within the capacity, each count that of the running requests naming it, every
+    block not computed referenced."""
     refs, policy = pool.policy.refs, pool.policy
     counted: dict[int, int] = {}
     for request in pool.requests.values():
@@ -58,7 +58,7 @@ def pool_holds(pool: "Pool") -> bool:
     return (all(policy.is_resident(h) for h in refs) and len(refs) + evictable == policy.resident_count()
             and policy.resident_count() + pool.held <= pool.capacity and counted == refs
             and pool.held == sum(request.held for request in pool.requests.values())
-            and all(policy.is_resident(h) for h in pool.pending))
+            and all(h in refs for h in pool.pending))
 
 
 def usable(pool: "Pool", h: int) -> bool:
@@ -137,18 +137,13 @@ class Pool:
         self.count_hits(request, k)
         for h in request.blocks:
             self.access(request, h)
-        policy, admitted = self.policy, []
-        for h in dict.fromkeys(request.admitted):
-            if policy.is_resident(h):
-                admitted.append(h)
-            else:
-                self.pending.discard(h)  # evicted by the request's own later accesses
-        request.admitted = admitted
-        refs = policy.refs
+        policy, refs = self.policy, self.policy.refs
         for h in dict.fromkeys(request.blocks):  # LIFE-ALLOC-2: each block once, in order
             if policy.is_resident(h):
                 request.referenced.append(h)
                 refs[h] = refs.get(h, 0) + 1
+            else:
+                self.pending.discard(h)  # admitted, then evicted by its own later accesses (LIFE-INV-1: no other pending block can leave)
         request.running = True
         return True
 
@@ -172,7 +167,6 @@ class Pool:
             policy.access(h)
             if policy.is_resident(h):
                 self.pending.add(h)
-                request.admitted.append(h)
             else:
                 request.held_blocks.add(h)
                 request.held += 1
@@ -226,7 +220,7 @@ class Pool:
             if h not in self.policy.refs:
                 self.policy.remove(h)
                 self.pending.discard(h)
-        request.computed_before, request.computed, request.admitted, request.running = request.computed, 0, [], False
+        request.computed_before, request.computed, request.running = request.computed, 0, False
 
     def release(self, request: Request) -> None:
         """LIFE-FINISH-1, LIFE-PREEMPT-1: the request's references dropped and its held blocks freed."""

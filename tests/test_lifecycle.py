@@ -377,6 +377,16 @@ def test_LIFE_INV_1_and_LIFE_POOL_2_a_count_of_a_block_no_request_names_is_refus
         pool.allocate(1)
 
 
+def test_LIFE_INV_1_a_block_not_computed_that_no_request_references_is_refused() -> None:
+    """Such a block could be evicted before any request computes it, or be found computed by none:
+    every block not computed is referenced by a request that will compute it."""
+    pool = lru(3, 1, 2)
+    pool.pending.add(2)  # resident, not computed, referenced by no one
+    pool.arrive(1, [3], 4)
+    with pytest.raises(icontract.ViolationError, match="LIFE-INV-1"):
+        pool.allocate(1)
+
+
 def test_LIFE_ARRIVE_1_an_operation_on_a_request_not_in_its_state_is_refused() -> None:
     pool = lru(3)
     pool.arrive(1, [1], 4)
