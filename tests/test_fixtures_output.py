@@ -203,7 +203,8 @@ def spec_clauses(name: str) -> set[str]:
 
 def test_FIX_4_no_case_names_a_clause_its_kind_policy_or_dialect_cannot_exercise() -> None:
     """From the spec files alone: no canonical case names a clause of spec/dialects.md, no LRU or
-    FIFO case an S3FIFO clause; each kind and policy, the clauses of its own spec files."""
+    FIFO case an S3FIFO clause; each kind and policy, the clauses of its own spec files (a
+    lifecycle case, FIX-18, those of spec/lifecycle.md for the pool and its own policy)."""
     replay = spec_clauses("replay.md")
     allowed = {"trace": replay | spec_clauses("lru.md"), "benefit": spec_clauses("benefit.md"), "comparison": spec_clauses("benefit.md"),
                "prefix": replay | spec_clauses("benefit.md") | spec_clauses("s3fifo.md") | spec_clauses("lru.md") | spec_clauses("fifo.md")}
@@ -211,7 +212,10 @@ def test_FIX_4_no_case_names_a_clause_its_kind_policy_or_dialect_cannot_exercise
     for entry in read_manifest(CORPUS):
         case = case_of(CORPUS, entry["id"])
         assert "dialect" not in case  # the corpus kvspec ships is canonical (FIX-6)
-        own = replay | spec_clauses(f"{case['config']['policy']}.md") if case["kind"] == "replay" else allowed[case["kind"]]
+        policy = case["config"]["policy"] if case["kind"] in ("replay", "lifecycle") else None
+        own = replay | spec_clauses(f"{policy}.md") if policy else allowed[case["kind"]]
+        if case["kind"] == "lifecycle":  # FIX-18: the lifecycle's rules, and its policy's lifecycle rules alone
+            own |= {c for c in spec_clauses("lifecycle.md") if c.startswith(("LIFE-", {"s3fifo": "S3-", "lru": "LRU-", "fifo": "FIFO-"}[policy]))}
         if set(case["clauses"]) - own:
             stray[entry["id"]] = sorted(set(case["clauses"]) - own)
     assert stray == {}

@@ -82,14 +82,14 @@ def test_FIX_1_FIX_2_FIX_7_every_fixture_and_the_manifest_match_their_schemas() 
         case = json.loads(path.read_bytes())
         kinds.add(case["kind"])
         problems += schema_errors("fixture-case.schema.json", case)
-        for step in case.get("operations", ()):
+        for step in case["operations"] if case["kind"] == "benefit" else ():  # a lifecycle case's are the Pool's (FIX-18)
             cmd = step["request"]["cmd"]
             problems += schema_errors(f"adapter/{cmd}-request.schema.json", {**step["request"], "seq": 0})
             problems += schema_errors(f"adapter/{REPLY_TO[cmd]}.schema.json", {**step["expect"], "seq": 0})
             if step.get("state") is not None:
                 problems += schema_errors("adapter/benefit_state-reply.schema.json", {**step["state"], "seq": 0})
     assert problems == []
-    assert kinds == {"replay", "benefit", "trace", "comparison", "prefix"}
+    assert kinds == {"replay", "benefit", "trace", "comparison", "prefix", "lifecycle"}
 
 
 def exchanges_recorded(folder: Path) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:

@@ -67,7 +67,7 @@ function traceSize(file) {
   return file.parts.reduce((n, p) => n + BigInt(Buffer.from(p.base64, 'base64').length) * p.repeat, 0n);
 }
 
-// What the kind's clause says and the schema cannot (FIX-6 to FIX-10).
+// What the kind's clause says and the schema cannot (FIX-6 to FIX-10, FIX-18).
 function kindFault(kase, schema) {
   const state = kase.level === 'state';
   if (kase.kind === 'replay') {
@@ -87,6 +87,10 @@ function kindFault(kase, schema) {
         || ('state' in op && validate(schema('adapter/benefit_state-reply.schema.json'), { ...op.state, ...seq }));
       if (error) return ['FIX-7', `operations[${j}], given a seq, is not of its protocol schema: ${error}`];
     }
+  }
+  if (kase.kind === 'lifecycle') {
+    const i = kase.operations.findIndex((o) => ('state' in o) !== state);
+    if (i >= 0) return ['FIX-18', `operations[${i}] ${state ? 'has no' : 'has a'} state at the ${kase.level} level`];
   }
   if (kase.kind === 'replay' && kase.refused !== null && kase.requests.length > 0) return ['FIX-6', 'a refused case with requests'];
   if (kase.kind === 'benefit' && kase.refused !== null && kase.operations.length > 0) return ['FIX-7', 'a refused case with operations'];
