@@ -21,6 +21,19 @@ from .rebuilt import rebuilt
 from .s3fifo import S3FIFO, chance_spent, freq_in_main, insert_to_ghost, retire_from_main
 
 
+def passed_over_are_referenced(queue: dict[int, Any], refs: dict[int, int], result: int | None) -> bool:
+    """FIFO-LIFE-2, LRU-LIFE-2: every hash ahead of the victim (every hash, when there is none) is referenced."""
+    for h in queue:
+        if h == result:
+            return True
+        if h not in refs:
+            return False
+    return result is None
+
+
+@ensure(lambda queue, refs, result: result is None or (result in queue and result not in refs),
+        "LIFE-EVICT-1: the victim is a hash of the queue that no request references", per_access_state=True)
+@ensure(passed_over_are_referenced, "FIFO-LIFE-2, LRU-LIFE-2: the evictable hash nearest the head", per_access_state=True)
 def evictable_nearest_head(queue: dict[int, Any], refs: dict[int, int]) -> int | None:
     """The hash of ``queue`` nearest its head that no request references (LIFE-EVICT-1), or None."""
     for h in queue:
@@ -111,6 +124,18 @@ def free_s3fifo_slot(cache: "InUseS3FIFO") -> bool:
 
 # LRU and FIFO ---------------------------------------------------------------------------------
 
+def any_evictable(queue: dict[int, bool], refs: dict[int, int]) -> bool:
+    """Whether a hash of ``queue`` is evictable (free_queue_slot's contract: a loop, as CrossHair explores it)."""
+    for h in queue:
+        if h not in refs:
+            return True
+    return False
+
+
+@snapshot(lambda queue: len(queue), "length")
+@snapshot(any_evictable, "evictable")
+@ensure(lambda OLD, queue, result: result == OLD.evictable and len(queue) == OLD.length - result,
+        "LRU-LIFE-2, FIFO-LIFE-2: one hash leaves when one is evictable, and none otherwise", per_access_state=True)
 def free_queue_slot(queue: dict[int, bool], refs: dict[int, int]) -> bool:
     """LRU-LIFE-1, LRU-LIFE-2, FIFO-LIFE-1, FIFO-LIFE-2: the evictable hash nearest the head leaves; whether there was one."""
     victim = evictable_nearest_head(queue, refs)
@@ -170,6 +195,13 @@ def as_canonical(OLD: Any, cache: "InUseS3FIFO | InUseLRU | InUseFIFO") -> bool:
     return OLD.twin is None or queues_of(cache) == queues_of(OLD.twin)
 
 
+def policy_state_valid(cache: "InUseS3FIFO | InUseLRU | InUseFIFO") -> bool:
+    """The state the policy's own rules start from, its sizes valid and within its bounds (the canonical access
+    requires it of the twin LIFE-LIMIT-1 compares with): the hunt searches only such states, as a Pool keeps them."""
+    sizes_valid = s3fifo.sizes_are_valid(cache) if isinstance(cache, S3FIFO) else cache.capacity >= 1
+    return sizes_valid and cache.state_invariants_hold()
+
+
 def in_use_rule(access: Any) -> Any:
     """A policy's access in use: from a state in which only resident blocks are referenced, it
     leaves them resident (LIFE-EVICT-1) and the policy's own bounds holding, and with no block
@@ -179,7 +211,9 @@ def in_use_rule(access: Any) -> Any:
     access = snapshot(canonical_after, "twin", per_access_state=True)(access)
     access = ensure(referenced_are_resident, "LIFE-EVICT-1: a referenced block stays resident", per_access_state=True)(access)
     access = ensure(policy_bounds_hold, "S3-INV-1 to S3-INV-3, LRU-CAP-1, FIFO-CAP-1: the policy's own bounds", per_access_state=True)(access)
-    return require(referenced_are_resident, "LIFE-POOL-2: only a resident block is referenced", per_access_state=True)(access)
+    access = require(referenced_are_resident, "LIFE-POOL-2: only a resident block is referenced", per_access_state=True)(access)
+    return require(policy_state_valid, "REPLAY-CONF-1, S3-CONF-3 to S3-CONF-6, S3-INV-1 to S3-INV-3, LRU-CAP-1, FIFO-CAP-1",
+                   per_access_state=True)(access)
 
 
 @dataclass(slots=True, eq=False)

@@ -1,7 +1,7 @@
 """`kvspec hunt check` explores the reference's contracts and finds no counterexample.
 
 The search is the hunt's own (conformance/hunt/search.py): CrossHair's check of every rule of
-spec/s3fifo.md, lru.md and fifo.md that the reference states in contracts (conformance/hunt/targets.py),
+spec/s3fifo.md, lru.md, fifo.md, benefit.md and lifecycle.md that the reference states in contracts (conformance/hunt/targets.py),
 within one budget that the rules share (conformance/hunt/runner.py), then each counterexample run
 again concretely. A run that analysed nothing must not pass. The rules are plain functions over
 dicts and small dataclasses because that is what CrossHair explores well (see ../shared/DESIGN.md
@@ -15,8 +15,9 @@ from kvspec.conformance.hunt.targets import SCOPE, scope_targets
 
 # seconds for the whole search, within which every rule is analysed: 27 of 27 in 38 s on an idle machine, but at 45 s
 # S3FIFO's state-taking rules (access, insert_to_ghost) met no precondition within their share in two of three whole
-# suite runs beside the other xdist worker (issue 30); `kvspec hunt check` spends 300
-BUDGET = 75.0
+# suite runs beside the other xdist worker (issue 30); 75 s for those 27, and 86 s since the four rules of the blocks in
+# use joined them (31 rules: the same share each, about 2.7 s); `kvspec hunt check` spends 300
+BUDGET = 86.0
 
 
 @pytest.fixture(scope="module")

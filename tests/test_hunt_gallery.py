@@ -1,5 +1,5 @@
 """The spec-level mutant gallery (conformance/galleries/spec_mutants.py) plants a mistake in every rule
-of spec/s3fifo.md, lru.md, fifo.md and benefit.md that the hunt explores (conformance/hunt/targets.py
+of spec/s3fifo.md, lru.md, fifo.md, benefit.md and lifecycle.md that the hunt explores (conformance/hunt/targets.py
 keeps the others, each with its reason); each mutant changes one function of a copy of the
 reference; `kvspec hunt check` finds the cheap ones here (the score of all of them is
 docs/hunt-score.md, bench/bench_hunt.py); a --function or --clause hunts that rule and its callers."""
@@ -22,12 +22,12 @@ from kvspec.conformance.hunt import targets
 from kvspec.conformance.hunt.targets import NOT_EXPLORED, PARTLY_EXPLORED, by_clause, by_function, scope_targets
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC_FILES = ("s3fifo.md", "lru.md", "fifo.md", "benefit.md")
-REFERENCE_FILES = ("s3fifo.py", "lru.py", "fifo.py", "benefit/*.py")
+SPEC_FILES = ("s3fifo.md", "lru.md", "fifo.md", "benefit.md", "lifecycle.md")
+REFERENCE_FILES = ("s3fifo.py", "lru.py", "fifo.py", "benefit/*.py", "in_use.py", "lifecycle.py")
 
 
 def rules() -> set[str]:
-    """Each numbered clause of the four spec files that a function of the reference cites."""
+    """Each numbered clause of the five spec files that a function of the reference cites."""
     clauses = {clause for name in SPEC_FILES for clause in CLAUSE_LINE.findall((ROOT / "spec" / name).read_text(encoding="utf-8"))}
     cited: set[str] = set()
     for pattern in REFERENCE_FILES:
@@ -41,7 +41,8 @@ def test_every_rule_has_a_mutant_or_says_why_the_hunt_cannot_explore_it() -> Non
     planted = {mutant.breaks for mutant in MUTANTS}
     assert rules() - planted - set(NOT_EXPLORED) == set()
     assert planted & set(NOT_EXPLORED) == set() and set(PARTLY_EXPLORED) <= planted  # the part it can explore has its mutant
-    assert set(NOT_EXPLORED) <= rules() | {"BEN-ENTRY-1", "BEN-CLOCK-4", "BEN-LRU-1", "BEN-TRACE-1"}  # those four: rules no line cites
+    # those five: rules no line cites (LIFE-INV-2: only lookup's contract)
+    assert set(NOT_EXPLORED) <= rules() | {"BEN-ENTRY-1", "BEN-CLOCK-4", "BEN-LRU-1", "BEN-TRACE-1", "LIFE-INV-2"}
 
 
 def test_the_issues_eight_planted_bugs_are_in_the_gallery() -> None:
@@ -88,6 +89,9 @@ def test_a_function_is_hunted_with_its_callers_and_a_clause_with_the_functions_t
                                                                           f"{s3fifo}.admit_to_main"]  # its callers, not theirs
     with pytest.raises(targets.SelectionError, match="BEN-SCORE-4: the hunt does not explore it: its rule is arithmetic on doubles"):
         by_clause("BEN-SCORE-4")
+    in_use = "kvspec.reference.in_use"
+    assert [t.name for t in by_function(f"{in_use}.free_queue_slot")] == [f"{in_use}.free_queue_slot", f"{in_use}.InUseLRU.access",
+                                                                        f"{in_use}.InUseFIFO.access"]  # a method's access is a caller
     named = {t.name for t in scope_targets(targets.SCOPE)}
     assert f"{s3fifo}.S3FIFO.resident_count" in named and f"{s3fifo}.S3FIFO.access" not in named  # S3FIFO.access is access: once
 
@@ -100,7 +104,7 @@ def hunt(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
 
 
 CHEAP = ["ghost-is-resident", "resident-count-with-ghost", "ghost-hit-to-small", "new-block-to-main", "lru-hit-not-requeued",
-         "fifo-hit-requeued", "later-size-wins"]
+         "fifo-hit-requeued", "later-size-wins", "referenced-head-evicted", "lru-hit-not-requeued-in-use"]
 
 
 @pytest.mark.parametrize("name", CHEAP)

@@ -14,7 +14,7 @@ the mutant (in snake case), made when it is first asked for, so that
 searches the mistake and the rules that call it, and ``kvspec hunt diff --pair`` compares a rule
 with its mutant. A mutant's body reads the rules it calls from its copy (its globals are the
 copy's). The mutants are written by policy: spec_mutants_s3fifo.py, spec_mutants_baselines.py (LRU
-and FIFO) and spec_mutants_benefit.py.
+and FIFO), spec_mutants_benefit.py and spec_mutants_lifecycle.py (the blocks in use).
 """
 
 import importlib.machinery
@@ -27,6 +27,7 @@ from typing import Any
 
 from kvspec.conformance.galleries import spec_mutants_baselines as baselines
 from kvspec.conformance.galleries import spec_mutants_benefit as benefit
+from kvspec.conformance.galleries import spec_mutants_lifecycle as lifecycle
 from kvspec.conformance.galleries import spec_mutants_s3fifo as s3fifo
 
 
@@ -55,6 +56,7 @@ class SpecMutant:
 
 S3FIFO_MODULE, LRU_MODULE, FIFO_MODULE = "kvspec.reference.s3fifo", "kvspec.reference.lru", "kvspec.reference.fifo"
 BENEFIT_CONFIG, BENEFIT_LEDGER = "kvspec.reference.benefit.config", "kvspec.reference.benefit.ledger"
+IN_USE_MODULE = "kvspec.reference.in_use"
 
 
 MUTANTS: tuple[SpecMutant, ...] = (
@@ -144,6 +146,14 @@ MUTANTS: tuple[SpecMutant, ...] = (
                BENEFIT_LEDGER, "register", benefit.later_size_wins),
     SpecMutant("empty-segment-kept", "BEN-LEDGER-2", "a segment without references kept",
                BENEFIT_LEDGER, "release", benefit.empty_segment_kept),
+    SpecMutant("referenced-head-evicted", "LIFE-EVICT-1", "the head evicted, referenced or not", IN_USE_MODULE, "evictable_nearest_head",
+               lifecycle.referenced_head_evicted),
+    SpecMutant("evictable-nearest-tail", "FIFO-LIFE-2", "the evictable hash nearest the tail evicted", IN_USE_MODULE,
+               "evictable_nearest_head", lifecycle.evictable_nearest_tail),
+    SpecMutant("free-slot-stops-at-referenced-head", "LRU-LIFE-2", "no slot freed when the head is referenced", IN_USE_MODULE,
+               "free_queue_slot", lifecycle.free_slot_stops_at_referenced_head),
+    SpecMutant("lru-hit-not-requeued-in-use", "LIFE-LIMIT-1", "in use, a hit not requeued", IN_USE_MODULE, "InUseLRU.access",
+               lifecycle.lru_hit_not_requeued_in_use),
 )
 
 BY_ATTRIBUTE = {mutant.attribute: mutant for mutant in MUTANTS}

@@ -1,5 +1,5 @@
-"""What a `kvspec hunt check` explores: the rules of spec/s3fifo.md, lru.md, fifo.md and benefit.md as
-the reference states them in contracts, all of them or one function or one clause with what calls it.
+"""What a `kvspec hunt check` explores: the rules of spec/s3fifo.md, lru.md, fifo.md, benefit.md and
+lifecycle.md as the reference states them in contracts, all of them or one function or one clause with what calls it.
 
 A target is a function that carries a contract, so this module runs where the contracts are
 installed (the runner's process, KVSPEC_CONTRACTS=all). Everything here is derived from the code
@@ -21,10 +21,11 @@ from kvspec.conformance.core.citations import cited
 
 SCOPE = ("kvspec.reference.s3fifo", "kvspec.reference.lru", "kvspec.reference.fifo", "kvspec.reference.replay.hit_tokens",
          *(f"kvspec.reference.benefit.{name}" for name in ("config.check_config", "config.check_id", "config.check_bytes",
-                                                           "ledger.register", "ledger.release", "ledger.new_bytes")))
+                                                           "ledger.register", "ledger.release", "ledger.new_bytes")),
+         *(f"kvspec.reference.in_use.{name}" for name in ("evictable_nearest_head", "free_queue_slot", "InUseLRU.access", "InUseFIFO.access")))
 AS_WRITTEN = ("kvspec.conformance.hunt.seed_rules",)
 
-# Kept by hand, each with its reason: the rules of spec/s3fifo.md, lru.md, fifo.md and benefit.md that
+# Kept by hand, each with its reason: the rules of spec/s3fifo.md, lru.md, fifo.md, benefit.md and lifecycle.md that
 # the reference implements and that no contract states so that CrossHair explores it. Every other
 # such rule is stated by a contract a wrong body breaks, and conformance/galleries/spec_mutants.py
 # plants a mistake in it for `kvspec hunt` to find (tests/test_hunt_gallery.py holds both to the spec).
@@ -37,7 +38,27 @@ WHOLE_STATE = ("a rule of a BenefitPolicy method, whose input is the policy's wh
                "OrderedDict in 20 s; the benefit certification and the fixtures check it")
 WHOLE_TRACES = ("a fixed computation over whole seeded or Mooncake traces, with no input to search: tests/test_benefit_compare.py, "
                 "tests/test_benefit_prefix.py and the fixtures pin its results")
+POOL = ("a rule of a Pool method (reference/lifecycle.py), whose input is the pool's whole state (its policy in use, the pending and "
+        "held blocks, and the requests in flight, each a dataclass of lists and sets): with LIFE-INV-1 as its precondition, CrossHair "
+        "found neither a planted finish that frees no held block in 58 s (Pool.finish) nor a planted lookup that hits an uncomputed "
+        "block in 43 s (Pool.lookup, then 15 s of allocate; crosshair-tool 0.0.113, measured); LIFE-HIT-1 and LIFE-HIT-2 are "
+        "Pool.count_hits, which no contract states; tests/test_lifecycle.py checks each, and its stateful interleavings LIFE-INV-1 "
+        "and LIFE-INV-2 after every operation")
+S3FIFO_IN_USE = ("a rule of S3FIFO in use (reference/in_use.py): its access is s3fifo.access rebuilt, without annotations, so "
+                 "CrossHair draws h of any type (measured: a counterexample h=float('inf') in 1.3 s that does not reproduce), and with "
+                 "them typed it did not find a planted M drain that evicts a referenced entry at freq 0 in 28 s (crosshair-tool "
+                 "0.0.113, measured); its drains also put entries back with OrderedDict.move_to_end, which the plain dicts CrossHair "
+                 "builds lack; tests/test_lifecycle.py and the interleavings check it")
+ADMISSION_IN_USE = ("the refusal of an access in use when every hash is referenced: CrossHair reached no such state within "
+                    "--budget 30 (measured: a planted LRU access that admits all the same, and a planted FIFO access that evicts its "
+                    "referenced head, not found in 24 s each, crosshair-tool 0.0.113); the victim's own rules (evictable_nearest_head, "
+                    "free_queue_slot) are hunted with their mutants; tests/test_lifecycle.py checks it")
 NOT_EXPLORED: dict[str, str] = {
+    **dict.fromkeys((*(f"LIFE-POOL-{n}" for n in range(1, 4)), "LIFE-ARRIVE-1", "LIFE-LOOKUP-1", *(f"LIFE-ALLOC-{n}" for n in range(1, 5)),
+                     "LIFE-COMPUTE-1", "LIFE-DECODE-1", "LIFE-FINISH-1", "LIFE-PREEMPT-1", "LIFE-EVICT-2", "LIFE-EVICT-3", "LIFE-HIT-1",
+                     "LIFE-HIT-2", "LIFE-INV-1", "LIFE-INV-2"), POOL),
+    **dict.fromkeys((f"S3-LIFE-{n}" for n in range(1, 5)), S3FIFO_IN_USE),
+    **dict.fromkeys(("LRU-LIFE-1", "FIFO-LIFE-1"), ADMISSION_IN_USE),
     **dict.fromkeys(("BEN-COST-1", "BEN-COST-2", "BEN-ENTRY-2", "BEN-ENTRY-3", *(f"BEN-SCORE-{n}" for n in range(1, 6)), "BEN-LEDGER-3",
                      "BEN-LEDGER-4", "BEN-LEDGER-5", *(f"BEN-DECAY-{n}" for n in range(1, 4)), *(f"BEN-ARITH-{n}" for n in range(1, 4)),
                      *(f"BEN-CAP-{n}" for n in range(1, 6)), *(f"BEN-VICTIM-{n}" for n in range(1, 6)), "BEN-MODEL-3", "BEN-MODEL-4"),
