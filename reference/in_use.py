@@ -132,8 +132,8 @@ def any_evictable(queue: dict[int, bool], refs: dict[int, int]) -> bool:
     return False
 
 
-@snapshot(lambda queue: len(queue), "length")
-@snapshot(any_evictable, "evictable")
+@snapshot(lambda queue: len(queue), "length", per_access_state=True)
+@snapshot(any_evictable, "evictable", per_access_state=True)  # O(queue): only with the contract that reads it
 @ensure(lambda OLD, queue, result: result == OLD.evictable and len(queue) == OLD.length - result,
         "LRU-LIFE-2, FIFO-LIFE-2: one hash leaves when one is evictable, and none otherwise", per_access_state=True)
 def free_queue_slot(queue: dict[int, bool], refs: dict[int, int]) -> bool:
