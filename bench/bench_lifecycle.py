@@ -58,10 +58,20 @@ def best_time(run: Callable[[ReplayConfig, Records], int], config: ReplayConfig,
     return best, total
 
 
+def capacities(text: str) -> list[int]:
+    try:
+        values = [int(c) for c in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated capacities in blocks, each at least 1")
+    return values
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trace", default="conversation_trace.jsonl.gz", help="a bundled trace's name")
-    parser.add_argument("--capacities", default="4096", help="comma-separated capacities in blocks")
+    parser.add_argument("--capacities", type=capacities, default=[4096], help="comma-separated capacities in blocks")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--output-dir", type=Path, default=Path(__file__).resolve().parent / "results")
@@ -69,7 +79,7 @@ def main() -> int:
     records = [(r.hash_ids, r.input_length) for _, r in TraceFile(bundled_trace_path(args.trace)).requests()]
     rows = []
     for policy in ("s3fifo", "lru", "fifo"):
-        for capacity in (int(c) for c in args.capacities.split(",")):
+        for capacity in args.capacities:
             config = ReplayConfig(policy, capacity, BLOCK_SIZE)
             times: dict[str, float] = {"lifecycle": float("inf"), "replay": float("inf")}
             totals: dict[str, int] = {}
