@@ -31,6 +31,7 @@ class Request:
     held_blocks: set[int] = field(default_factory=set)  # LIFE-ALLOC-3: each block it holds outside the cache, once
     running: bool = False
     hit_tokens: int | None = None  # LIFE-HIT-1: set by its first allocation made
+    hit_blocks: int = 0  # k, of its latest allocation made
     recomputed_tokens: int = 0  # LIFE-HIT-2
     computed_before: int = 0  # the blocks it had computed when it was last preempted
 
@@ -135,6 +136,7 @@ class Pool:
         if not self.fits(request):
             return False  # LIFE-ALLOC-4: refused, nothing changes, and no hit is counted (LIFE-HIT-1)
         self.count_hits(request, k)
+        request.hit_blocks = k
         for h in request.blocks:
             self.access(request, h)
         policy, refs = self.policy, self.policy.refs

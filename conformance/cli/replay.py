@@ -30,6 +30,7 @@ from kvspec.conformance.cli.arguments import (
     write_json,
 )
 from kvspec.conformance.cli.interruption import unless_interrupted
+from kvspec.conformance.cli.serve import add_service, check_alone, run_served
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, make_policy
 from kvspec.reference.caches import replayed
@@ -72,6 +73,7 @@ def add(commands: Any) -> None:
                      help="with --adapter: go on past every divergence to the end of the trace, each cache replaying from its own state "
                      "(the implementation is never reset to the reference's), and write every divergence and both caches' own totals "
                      "as JSON (docs/certification.md); exit 3 if any request diverged or the implementation failed")
+    add_service(run)
     run.set_defaults(handler=run_replay)
 
 
@@ -80,8 +82,11 @@ def run_replay(args: argparse.Namespace) -> int:
         raise KvspecError("--keep-going goes on past an implementation's divergences from the reference: it needs --adapter")
     if args.keep_going and args.per_request:
         raise KvspecError("--keep-going writes the requests on which the two differ, not every request's line: leave out --per-request")
+    check_alone(args)
     trace = open_trace(args.trace)
     policy = args.policy or only_policy(args.dialect)
+    if args.serve:
+        return run_served(args, trace, policy)
     config = base_config(args, policy, args.capacity, dialect_of(args, policy))
     if args.keep_going:
         return run_keep_going(args, trace, config)

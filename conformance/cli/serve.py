@@ -1,0 +1,126 @@
+"""`kvspec replay --serve`: a Mooncake trace served as a server runs it (spec/lifecycle.md section 6),
+its requests arriving at their timestamps, through one pool of the reference's canonical policy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from contextlib import nullcontext
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+from typing import Any
+
+from kvspec.conformance.cli.arguments import base_config, typed, with_progress
+from kvspec.conformance.cli.spool import Spool
+from kvspec.reference import KvspecError, TraceFile
+from kvspec.reference.serve import SERVICE_FIELDS, Served, ServedRequest, ServiceModel, served
+
+DEFAULTS = {f.name: f.default for f in fields(ServiceModel) if f.name in SERVICE_FIELDS}  # without making one: its model loads pydantic
+SERVICE_HELP = {
+    "max_running": "the most requests running at once (default: {}, vLLM 0.33.0's max_num_seqs on an H100)",
+    "step_tokens": "the tokens a step computes, decoding and prefill together (default: {}, vLLM 0.33.0's max_num_batched_tokens on an H100)",
+    "gpus": "the GPUs the server runs on, their rates summed (default: {}, a node)",
+    "flops_per_second": "each GPU's FLOP rate (default: {:.3g}, BEN-MODEL-1's prefill rate)",
+    "memory_bytes_per_second": "each GPU's memory bandwidth in bytes a second (default: {:.3g}, an H100 SXM's HBM3)",
+}
+
+
+def add_service(command: argparse.ArgumentParser) -> None:
+    """--serve and the service model's options (LIFE-SERVE-1)."""
+    command.add_argument("--serve", action="store_true",
+                         help="serve the trace as a server runs it: requests arrive at their timestamps and share one pool, "
+                              "with the service model below (spec/lifecycle.md section 6); reports waiting, preemptions, "
+                              "recomputed tokens and peak referenced blocks too")
+    for name in SERVICE_FIELDS:
+        default = DEFAULTS[name]
+        command.add_argument(f"--{name.replace('_', '-')}", metavar="N", dest=name, default=default,
+                             type=typed(whole_number, "LIFE-SERVE-1", f"{name} must be a positive integer"),
+                             help="with --serve: " + SERVICE_HELP[name].format(default))
+
+
+def whole_number(text: str) -> int:
+    """An integer, written as one or in the exponent form of the defaults (4e14)."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)  # ValueError again for what is no number
+        if not value.is_integer():
+            raise ValueError(text) from None
+        return int(value)
+
+
+def check_alone(args: argparse.Namespace) -> None:
+    """What --serve does not take, and the service options given without it."""
+    if args.serve:
+        for given, why in ((args.adapter, "--adapter: an implementation takes no requests in flight yet (issue 32)"),
+                           (args.keep_going, "--keep-going, which goes with --adapter"),
+                           (args.dialect or args.variation, "--dialect or --variation: the engines' lifecycles are not yet specified "
+                                                           "(spec/lifecycle.md serves the canonical policies)")):
+            if given:
+                raise KvspecError(f"--serve runs the reference alone, without {why}")
+        return
+    changed = [f"--{name.replace('_', '-')}" for name in SERVICE_FIELDS if getattr(args, name) != DEFAULTS[name]]
+    if changed:
+        raise KvspecError(f"{changed[0]} sets the service model of a served replay: give --serve too")
+
+
+def run_served(args: argparse.Namespace, trace: TraceFile, policy: str) -> int:
+    """The served replay's result, as JSON, to stdout or whole to --output; its lines through a spool."""
+    service = ServiceModel(**{name: getattr(args, name) for name in SERVICE_FIELDS})
+    config = base_config(args, policy, args.capacity)
+    from kvspec.reference.caches import make_policy
+
+    make_policy(config)  # REPLAY-CONF-1 to REPLAY-CONF-3, and the policy's own parameters, before any request
+    records = with_progress(trace, trace.requests(), f"serving {Path(trace.path).name}")
+    with Spool() if args.per_request else nullcontext() as spool:
+        add = (lambda line: spool.write(request_json(line))) if spool is not None else None
+        result = served(records, config, service, path=trace.path, add=add)
+        write_served(result, args.output, spool)
+    if sys.stderr.isatty():
+        print(served_summary(result), file=sys.stderr)
+    return 0
+
+
+def request_json(line: ServedRequest) -> str:
+    return textwrap.indent(json.dumps(asdict(line), indent=2), "    ")
+
+
+def served_json(result: Served) -> str:
+    return json.dumps({name: value for name, value in asdict(result).items() if value is not None}, indent=2)
+
+
+def write_served(result: Served, output: Path | None, spool: Spool | None) -> None:
+    """LIFE-SERVE-7's JSON, to stdout or whole to ``output`` (REPLAY-TRACE-7); a spool's lines copied in."""
+    if output is None:
+        write_served_to(result, spool, sys.stdout)
+        return
+    from kvspec.conformance.core.output import written_whole
+
+    with written_whole(output, "--output") as temporary, temporary.open("w", encoding="utf-8") as stream:
+        write_served_to(result, spool, stream)
+
+
+def write_served_to(result: Served, spool: Spool | None, stream: Any) -> None:
+    if spool is None:
+        stream.write(served_json(result) + "\n")
+        return
+    head, tail = served_json(replace(result, per_request=[])).rsplit('"per_request": []', 1)
+    stream.write(head + '"per_request": [')
+    if spool.count:
+        stream.write("\n")
+        for chunk in spool.chunks():
+            stream.write(chunk)
+        stream.write("\n  ")
+    stream.write("]" + tail + "\n")
+
+
+def served_summary(result: Served) -> str:
+    rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
+    return (f"{result.policy}, {result.cache_capacity_blocks:,} blocks of {result.block_size} tokens, served: {result.requests:,} requests, "
+            f"{result.total_hit_tokens:,} of {result.total_prompt_tokens:,} prompt tokens hit ({rate:.2%}), "
+            f"{result.total_recomputed_tokens:,} recomputed; {result.preemptions:,} preemptions; at most "
+            f"{result.peak_referenced_blocks:,} blocks referenced and {result.peak_running:,} requests running; "
+            f"waited {result.mean_waiting_ms:,.1f} ms on average, {result.max_waiting_ms:,.1f} at most; the last finished at "
+            f"{result.served_ms / 1000:,.1f} s")

@@ -1,0 +1,431 @@
+"""spec/lifecycle.md section 6: a trace served as a server runs it, through a Pool (reference/lifecycle.py).
+
+Requests arrive at their timestamps and wait; each step of the server decodes one token of every
+request decoding, gives the rest of its token budget to the prefills in admission order, and admits
+the requests waiting, first come first served, while they fit. Time is counted in ticks, 1/(F x B)
+of a millisecond for the pool's FLOP rate F and memory bandwidth B, so that every step's time is an
+integer (LIFE-SERVE-6) and a stretch of steps in which nothing but decoding happens is summed in
+closed form, exactly what stepping through it one step at a time would give.
+"""
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from math import isqrt
+from typing import TYPE_CHECKING
+
+from .errors import ConfigError, KvspecError, TraceError
+from .lifecycle import Pool
+from .replay import ReplayConfig, check_block_count, checked_total
+from .trace import Request
+
+if TYPE_CHECKING:
+    from .benefit.model import Model
+
+
+def llama_3_1_8b() -> "Model":
+    """BEN-MODEL-1's model (imported when a server is made: reference/benefit loads pydantic, which `kvspec replay` does not)."""
+    from .benefit.model import Model
+
+    return Model()
+
+
+SERVICE_FIELDS = ("max_running", "step_tokens", "gpus", "flops_per_second", "memory_bytes_per_second")
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceModel:
+    """LIFE-SERVE-1: the server's limits and speed, each default with its source."""
+
+    max_running: int = 1024  # vLLM 0.33.0 vllm/engine/arg_utils.py:2995, max_num_seqs on an H100 (OpenAI server)
+    step_tokens: int = 8192  # vLLM 0.33.0 vllm/engine/arg_utils.py:2991, max_num_batched_tokens there
+    gpus: int = 8  # one node: a pool of 4,096 blocks of 64 MiB (BEN-MODEL-2) needs 256 GiB of HBM
+    flops_per_second: int = 400 * 10**12  # each GPU's, BEN-MODEL-1
+    memory_bytes_per_second: int = 3_350 * 10**9  # each GPU's: an H100 SXM's HBM3, 3.35 TB/s (NVIDIA's datasheet)
+    model: "Model" = field(default_factory=llama_3_1_8b)
+
+    def __post_init__(self) -> None:
+        for name in SERVICE_FIELDS:
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ConfigError("LIFE-SERVE-1", f"{name} must be a positive integer, not {value!r}")
+
+    def flop_rate(self) -> int:
+        return self.gpus * self.flops_per_second
+
+    def bandwidth(self) -> int:
+        return self.gpus * self.memory_bytes_per_second
+
+    def ticks_per_ms(self) -> int:
+        return self.flop_rate() * self.bandwidth()
+
+
+@dataclass(slots=True, eq=False)
+class InService:
+    """A request of the trace in the server: where it is in its prefill and decoding (LIFE-SERVE-4,
+    LIFE-SERVE-5) and what the result reports of it (LIFE-SERVE-7)."""
+
+    number: int  # its place in the trace, from 1
+    line: int
+    input_length: int
+    output_length: int
+    arrival: int  # ticks
+    joined: int  # when it last joined the waiting queue (ticks)
+    position: int = 0  # the tokens whose KV it has computed
+    prefill_end: int = 0  # the tokens its prefill computes: its prompt, and what it had generated before a preemption
+    generated: int = 0
+    decoding_since: int = -1  # the step from which it decodes, one token a step; -1 while it does not
+    waiting_ticks: int = 0
+    preemptions: int = 0
+    epoch: int = 0  # its events in the heap are those of this epoch; a preemption or a slot given starts another
+
+
+@dataclass(slots=True)
+class ServedRequest:
+    """LIFE-SERVE-7: one request's line, in the order the requests finish."""
+
+    request: int
+    line: int
+    hit_tokens: int
+    prompt_tokens: int
+    recomputed_tokens: int
+    waiting_ms: float
+    preemptions: int
+    output_tokens: int
+    finished_ms: float
+
+
+@dataclass(slots=True)
+class Served:
+    """LIFE-SERVE-7: a served replay's result."""
+
+    policy: str
+    block_size: int
+    small_ratio: float | None
+    max_freq: int | None
+    cache_capacity_blocks: int
+    service: dict[str, int]
+    requests: int = 0
+    total_hit_tokens: int = 0
+    total_prompt_tokens: int = 0
+    total_recomputed_tokens: int = 0
+    preemptions: int = 0
+    cut_short: int = 0
+    peak_referenced_blocks: int = 0
+    peak_running: int = 0
+    mean_waiting_ms: float = 0.0
+    max_waiting_ms: float = 0.0
+    steps: int = 0
+    served_ms: float = 0.0
+    final_cache_blocks: int = 0
+    per_request: list[ServedRequest] | None = None
+
+
+class Server:
+    """LIFE-SERVE-2 to LIFE-SERVE-6: the scheduler and its clock over one Pool."""
+
+    def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
+        self.pool, self.service, self.add = Pool.empty(config), service, add
+        self.block_size = config.block_size
+        model = service.model
+        self.flops_per_token = 2 * model.parameters  # BEN-MODEL-3: a token at position p costs this and 4 x layers x hidden x p
+        self.flops_per_position = 4 * model.layers * model.hidden
+        self.weight_bytes = model.parameters * model.bytes_per_element
+        self.kv_bytes = model.kv_bytes_per_token()
+        self.rate, self.bandwidth, self.ticks_per_ms = service.flop_rate(), service.bandwidth(), service.ticks_per_ms()
+        self.now = self.steps = 0
+        self.waiting: deque[int] = deque()
+        self.running: list[int] = []  # in admission order: the newest last (LIFE-SERVE-5 preempts it)
+        self.in_service: dict[int, InService] = {}
+        self.decoders = 0
+        self.decoding_positions = 0  # the sum of the decoding requests' positions at this step
+        self.events: list[tuple[int, int, int, int]] = []  # (step, 0 to finish or 1 for a slot, request, epoch)
+        self.waited_ticks = self.max_waited = self.peak_referenced = self.peak_running = 0
+        small = config.policy == "s3fifo"
+        self.result = Served(config.policy, config.block_size, config.small_ratio if small else None, config.max_freq if small else None,
+                             config.capacity, {name: getattr(service, name) for name in SERVICE_FIELDS})
+
+    # LIFE-SERVE-2, LIFE-SERVE-3: the server's loop ----------------------------------------------
+
+    def serve(self, records: Iterable[tuple[int, Request]], path: str) -> Served:
+        """Every request of ``records`` served, to the last one's finish."""
+        result, ticks_per_ms = self.result, self.ticks_per_ms
+        arrivals = arrivals_in_order(records, self.block_size, path, result)
+        upcoming = next(arrivals, None)
+        while upcoming is not None or self.running or self.waiting:
+            while upcoming is not None and upcoming[2].timestamp * ticks_per_ms <= self.now:
+                self.arrive(*upcoming)
+                upcoming = next(arrivals, None)
+            self.due_events()
+            chunks = self.schedule()
+            if chunks:
+                self.run_step(chunks)
+            elif self.decoders:
+                # decoding alone until an event; an arrival matters only when nothing waits before it (LIFE-SERVE-3)
+                self.decode_stretch(upcoming[2].timestamp * ticks_per_ms if upcoming is not None and not self.waiting else None)
+            elif self.running or self.waiting:
+                raise KvspecError("LIFE-SERVE-3: requests wait or run, and no step can be made (a bug of the served replay)")
+            elif upcoming is not None:
+                self.now = max(self.now, upcoming[2].timestamp * ticks_per_ms)  # idle until the next arrival
+        result.peak_referenced_blocks, result.peak_running, result.steps = self.peak_referenced, self.peak_running, self.steps
+        result.served_ms = self.ms(self.now)
+        result.mean_waiting_ms = round(self.waited_ticks / ticks_per_ms / result.requests, 3) if result.requests else 0.0
+        result.max_waiting_ms = self.ms(self.max_waited)
+        result.final_cache_blocks = self.pool.policy.resident_count()
+        return result
+
+    # LIFE-SERVE-2: arrivals and the waiting queue ----------------------------------------------
+
+    def arrive(self, number: int, line: int, record: Request) -> None:
+        rid, ticks = number, record.timestamp * self.ticks_per_ms
+        self.pool.arrive(rid, record.hash_ids, record.input_length)
+        self.in_service[rid] = InService(number, line, record.input_length, record.output_length, ticks, ticks,
+                                         prefill_end=record.input_length)
+        self.waiting.append(rid)
+
+    # LIFE-SERVE-3: one step's schedule ---------------------------------------------------------
+
+    def schedule(self) -> list[tuple[int, int]]:
+        """The prefill chunks of this step, (request, tokens), after its decoders' slots (LIFE-SERVE-5) and admissions."""
+        budget = self.service.step_tokens - self.decoders
+        chunks = []
+        for rid in list(self.running):  # a slot refused preempts the newest, so the list changes under the loop
+            if budget <= 0:
+                break
+            state = self.in_service[rid]
+            if state.decoding_since >= 0 or rid not in self.pool.requests or not self.pool.requests[rid].running:
+                continue
+            tokens = self.chunk(state, budget)
+            if tokens and self.slots_for(rid, state.position + tokens):
+                chunks.append((rid, tokens))
+                budget -= tokens
+        while budget > 0 and self.waiting and len(self.running) < self.service.max_running:
+            rid = self.waiting[0]
+            if not self.admit(rid):
+                break  # vLLM 0.33.0 vllm/v1/core/sched/scheduler.py:1454-1461: first come first served, none passes the head
+            state = self.in_service[rid]
+            tokens = self.chunk(state, budget)
+            if self.slots_for(rid, state.position + tokens):
+                chunks.append((rid, tokens))
+                budget -= tokens
+        return chunks
+
+    def chunk(self, state: InService, budget: int) -> int:
+        """LIFE-SERVE-4: a prefill's tokens this step, within its prompt until the prompt is computed."""
+        end = state.input_length if state.position < state.input_length else state.prefill_end
+        return min(end - state.position, budget)
+
+    def admit(self, rid: int) -> bool:
+        """LIFE-SERVE-3, LIFE-SERVE-4: the head's allocation; made, it runs from its hit tokens, its
+        last prompt token computed whatever it hits. (Alone in the pool, the allocation is the replay's
+        access of the request's blocks, LIFE-LIMIT-1: hence LIFE-SERVE-8.)"""
+        pool, state = self.pool, self.in_service[rid]
+        if not pool.allocate(rid):
+            return False
+        self.waiting.popleft()
+        request = pool.requests[rid]
+        k = request.hit_blocks
+        if k:
+            pool.compute(rid, k)  # LIFE-COMPUTE-1: its hit blocks, at no cost
+        state.position = min(k * self.block_size, state.input_length - 1)
+        state.waiting_ticks += self.now - state.joined
+        self.running.append(rid)
+        self.pool_peaks()
+        return True
+
+    def pool_peaks(self) -> None:
+        """LIFE-SERVE-7: referenced blocks and running requests are most just after an allocation."""
+        self.peak_referenced = max(self.peak_referenced, len(self.pool.policy.refs))
+        self.peak_running = max(self.peak_running, len(self.running))
+
+    # LIFE-SERVE-5: slots past the prompt, and preemption ----------------------------------------
+
+    def slots_for(self, rid: int, tokens: int) -> bool:
+        """LIFE-SERVE-5: the request holds slots for ``tokens`` tokens, taking each it lacks by
+        LIFE-DECODE-1; each refusal preempts the newest running request. False if it is itself preempted."""
+        request = self.pool.requests[rid]
+        while (len(request.blocks) + request.held) * self.block_size < tokens:
+            while not self.pool.decode(rid):
+                if self.running == [rid]:
+                    self.cut_short(rid)
+                    return False
+                newest = self.running[-1]
+                self.preempt(newest)
+                if newest == rid:
+                    return False
+        return True
+
+    def cut_short(self, rid: int) -> None:
+        """LIFE-SERVE-5: refused a slot with no other request running, it finishes with what it has generated."""
+        state = self.in_service[rid]
+        if state.decoding_since >= 0:
+            self.stop_decoding(state)
+        self.result.cut_short += 1
+        self.finish(rid, state)
+
+    def preempt(self, rid: int) -> None:
+        """LIFE-PREEMPT-1, LIFE-SERVE-2: back to the waiting queue's head, keeping what it generated."""
+        state = self.in_service[rid]
+        if state.decoding_since >= 0:
+            self.stop_decoding(state)
+        self.pool.preempt(rid)
+        self.running.remove(rid)
+        state.position, state.prefill_end = 0, state.input_length + state.generated
+        state.preemptions += 1
+        state.epoch += 1
+        state.joined = self.now
+        self.waiting.appendleft(rid)
+
+    # LIFE-SERVE-4, LIFE-SERVE-5: decoding, in step with every decoder ---------------------------
+
+    def start_decoding(self, rid: int, state: InService) -> None:
+        state.decoding_since = self.steps
+        self.decoders += 1
+        self.decoding_positions += state.position
+        self.next_event(rid, state)
+
+    def stop_decoding(self, state: InService) -> None:
+        """Its position and tokens brought up to this step, as it leaves the decoders."""
+        done = self.steps - state.decoding_since
+        state.position += done
+        state.generated += done
+        state.decoding_since = -1
+        self.decoders -= 1
+        self.decoding_positions -= state.position
+
+    def next_event(self, rid: int, state: InService) -> None:
+        """The step at which the decoder finishes (LIFE-SERVE-5) or needs its next slot, whichever comes first."""
+        request = self.pool.requests[rid]
+        done = self.steps - state.decoding_since
+        position, generated = state.position + done, state.generated + done
+        to_finish = state.output_length - generated
+        to_slot = (len(request.blocks) + request.held) * self.block_size - position  # steps until a token has no slot
+        heapq.heappush(self.events, (self.steps + min(to_finish, to_slot), 0 if to_finish <= to_slot else 1, rid, state.epoch))
+
+    def due_events(self) -> None:
+        """The decoders' events of this step: finishes first, then the slots (LIFE-SERVE-5)."""
+        events = self.events
+        while events and events[0][0] <= self.steps:
+            _, kind, rid, epoch = heapq.heappop(events)
+            state = self.in_service.get(rid)
+            if state is None or state.epoch != epoch or state.decoding_since < 0:
+                continue  # preempted, or finished, since it was pushed
+            if kind == 0:
+                self.stop_decoding(state)
+                self.finish(rid, state)
+                continue
+            done = self.steps - state.decoding_since
+            if self.slots_for(rid, state.position + done + 1):
+                state.epoch += 1
+                self.next_event(rid, state)
+
+    def finish(self, rid: int, state: InService) -> None:
+        """LIFE-FINISH-1 and LIFE-SERVE-7: its line of the result."""
+        request = self.pool.finish(rid)
+        self.running.remove(rid)
+        del self.in_service[rid]
+        assert request.hit_tokens is not None  # set by its first allocation made
+        result = self.result
+        result.requests += 1
+        result.total_hit_tokens += request.hit_tokens
+        result.total_recomputed_tokens += request.recomputed_tokens
+        result.preemptions += state.preemptions
+        self.waited_ticks += state.waiting_ticks
+        self.max_waited = max(self.max_waited, state.waiting_ticks)
+        if self.add is not None:
+            self.add(ServedRequest(state.number, state.line, request.hit_tokens, state.input_length, request.recomputed_tokens,
+                                   self.ms(state.waiting_ticks), state.preemptions, state.generated, self.ms(self.now)))
+
+    def ms(self, ticks: int) -> float:
+        return round(ticks / self.ticks_per_ms, 3)
+
+    # LIFE-SERVE-6: the time of a step ------------------------------------------------------------
+
+    def step_ticks(self, chunks: list[tuple[int, int]]) -> int:
+        """A step's time: its FLOPs at the FLOP rate and its bytes read at the bandwidth, in ticks."""
+        per_token, per_position = self.flops_per_token, self.flops_per_position
+        flops = self.decoders * per_token + per_position * self.decoding_positions
+        read = self.weight_bytes + self.kv_bytes * (self.decoding_positions + self.decoders)
+        for rid, tokens in chunks:
+            start = self.in_service[rid].position
+            end = start + tokens
+            flops += per_token * tokens + per_position * (end * (end - 1) - start * (start - 1)) // 2
+            read += self.kv_bytes * end
+        return 1000 * (flops * self.bandwidth + read * self.rate)
+
+    def run_step(self, chunks: list[tuple[int, int]]) -> None:
+        """One step with prefill chunks: each request's chunk computed, its blocks computed as they
+        fill, and a prefill that ends generates its first token of this service."""
+        self.now += self.step_ticks(chunks)
+        self.steps += 1
+        self.decoding_positions += self.decoders
+        pool, size = self.pool, self.block_size
+        for rid, tokens in chunks:
+            state = self.in_service[rid]
+            request = pool.requests[rid]
+            state.position += tokens
+            done = min(state.position // size, len(request.blocks)) if state.position < state.input_length else len(request.blocks)
+            if done > request.computed:
+                pool.compute(rid, done)  # LIFE-COMPUTE-1
+            if state.position == state.prefill_end:
+                state.generated += 1
+                if state.generated == state.output_length:
+                    self.finish(rid, state)
+                else:
+                    self.start_decoding(rid, state)
+
+    def decode_stretch(self, until: int | None) -> None:
+        """Steps of decoding alone, to the next decoder's event or to the first step that starts at
+        or after ``until`` ticks (an arrival), whichever is first: summed in closed form."""
+        steps = self.events[0][0] - self.steps
+        first, growth = self.stretch_ticks()
+        if until is not None:
+            steps = min(steps, steps_to_reach(first, growth, until - self.now))
+        self.now += steps * first + growth * steps * (steps - 1) // 2
+        self.steps += steps
+        self.decoding_positions += self.decoders * steps
+
+    def stretch_ticks(self) -> tuple[int, int]:
+        """The ticks of the first step of decoding alone, and what each step after adds (each decoder one position on)."""
+        first = self.step_ticks([])
+        growth = 1000 * self.decoders * (self.flops_per_position * self.bandwidth + self.kv_bytes * self.rate)
+        return first, growth
+
+
+def steps_to_reach(first: int, growth: int, gap: int) -> int:
+    """The fewest steps, at least one, of ticks first, first + growth, ... that last ``gap`` ticks or more."""
+    if gap <= first:
+        return 1
+    if growth == 0:
+        return -(-gap // first)
+    # n x first + growth x n(n - 1) / 2 >= gap: the root of the quadratic, then the integer beside it
+    half = 2 * first - growth
+    n = max(1, (isqrt(half * half + 8 * growth * gap) - half) // (2 * growth))
+    while n * first + growth * n * (n - 1) // 2 < gap:
+        n += 1
+    while n > 1 and (n - 1) * first + growth * (n - 1) * (n - 2) // 2 >= gap:
+        n -= 1
+    return n
+
+
+def served(records: Iterable[tuple[int, Request]], config: ReplayConfig, service: ServiceModel, *, path: str = "<trace>",
+           add: Callable[[ServedRequest], None] | None = None) -> Served:
+    """LIFE-SERVE-1 to LIFE-SERVE-7: the trace's requests served at their timestamps; each finished
+    request's line to ``add``, in the order they finish."""
+    return Server(config, service, add).serve(records, path)
+
+
+def arrivals_in_order(records: Iterable[tuple[int, Request]], block_size: int, path: str, result: Served) -> Iterator[tuple[int, int, Request]]:
+    """LIFE-SERVE-2: the trace's requests, numbered, each checked, in the order of their timestamps."""
+    last = 0
+    for number, (line_number, record) in enumerate(records, start=1):
+        check_block_count(path, line_number, record, block_size)
+        result.total_prompt_tokens = checked_total(path, line_number, result.total_prompt_tokens + record.input_length)
+        if record.timestamp < last:
+            raise TraceError(path, line_number, "timestamp", "LIFE-SERVE-2",
+                             f"{record.timestamp} is before the line before's {last}: a served replay reads the requests in the order they arrive")
+        if record.output_length < 1:
+            raise TraceError(path, line_number, "output_length", "LIFE-SERVE-5", "a served request generates at least one token")
+        last = record.timestamp
+        yield number, line_number, record
