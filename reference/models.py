@@ -129,3 +129,29 @@ class ReplayResult(BaseModel):
     cache_capacity_blocks: int = Field(ge=INT64_MIN, le=INT64_MAX)  # below 1 only in a dialect (REPLAY-DIALECT-1, REPLAY-DIALECT-2)
     dialect: list[str] | None = None  # DIALECT-6: the variation points, in spec/dialects.md's order; absent when canonical
     per_request: list[RequestResult] | None
+
+
+class ServedResult(BaseModel):
+    """LIFE-SERVE-7: a served replay's result (reference/serve.py's Served), without its per-request lines."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    policy: PolicyName
+    block_size: int = Field(ge=1, le=INT64_MAX)
+    small_ratio: float | None = None
+    max_freq: int | None = Field(None, ge=0, le=INT64_MAX)
+    cache_capacity_blocks: int = Field(ge=1, le=INT64_MAX)
+    service: dict[str, int] = Field(description="LIFE-SERVE-1: max_running, step_tokens, gpus, flops_per_second, memory_bytes_per_second")
+    requests: int = Field(ge=0, le=INT64_MAX)
+    total_hit_tokens: int = Field(ge=0, le=INT64_MAX)
+    total_prompt_tokens: int = Field(ge=0, le=INT64_MAX)
+    total_recomputed_tokens: int = Field(ge=0, le=INT64_MAX)
+    preemptions: int = Field(ge=0, le=INT64_MAX)
+    cut_short: int = Field(ge=0, le=INT64_MAX)
+    peak_referenced_blocks: int = Field(ge=0, le=INT64_MAX)
+    peak_running: int = Field(ge=0, le=INT64_MAX)
+    mean_waiting_ms: float = Field(ge=0)
+    max_waiting_ms: float = Field(ge=0)
+    steps: int = Field(ge=0, le=INT64_MAX)
+    served_ms: float = Field(ge=0)
+    final_cache_blocks: int = Field(ge=0, le=INT64_MAX)

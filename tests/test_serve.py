@@ -233,3 +233,24 @@ def test_LIFE_SERVE_7_kvspec_replay_serve_writes_the_result_and_every_line(tmp_p
 def test_LIFE_SERVE_1_a_bad_service_option_is_one_line_naming_it(args: list[str], message: str) -> None:
     run = kvspec("replay", "synthetic", *args)
     assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr and run.stdout == "", run.stderr
+
+
+def test_LIFE_SERVE_7_kvspec_sweep_serve_serves_each_policy_at_each_capacity_beside_its_replay(tmp_path) -> None:
+    """`kvspec sweep --serve`: a served point for each policy and capacity, in the points' order, each
+    the result `kvspec replay --serve` writes for it, and the plot drawn."""
+    out, drawn = tmp_path / "sweep.json", tmp_path / "sweep.png"
+    run = kvspec("sweep", "synthetic", "--serve", "--policy", "lru", "--policy", "fifo", "--capacity", "512", "--capacity", "2048",
+                 "--output", str(out), "--plot", str(drawn))
+    assert run.returncode == 0, run.stderr
+    sweep = json.loads(out.read_text())
+    assert [(p["result"]["policy"], p["result"]["cache_capacity_blocks"]) for p in sweep["served"]] == \
+        [(p["result"]["policy"], p["result"]["cache_capacity_blocks"]) for p in sweep["points"]] == [("lru", 512), ("lru", 2048), ("fifo", 512), ("fifo", 2048)]
+    alone = json.loads(kvspec("replay", "synthetic", "--serve", "--policy", "fifo", "--capacity", "2048").stdout)
+    assert sweep["served"][3]["result"] == alone
+    assert sweep["served"][3]["hit_rate"] == alone["total_hit_tokens"] / alone["total_prompt_tokens"]
+    assert drawn.stat().st_size > 10_000
+
+
+def test_LIFE_SERVE_1_kvspec_sweep_serve_refuses_what_it_cannot_serve() -> None:
+    run = kvspec("sweep", "synthetic", "--serve", "--beside", "vllm")
+    assert run.returncode == 1 and "--serve runs the reference alone, without --beside" in run.stderr, run.stderr

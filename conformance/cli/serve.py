@@ -10,12 +10,15 @@ import textwrap
 from contextlib import nullcontext
 from dataclasses import asdict, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli.arguments import base_config, typed, with_progress
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import KvspecError, TraceFile
 from kvspec.reference.serve import SERVICE_FIELDS, Served, ServedRequest, ServiceModel, served
+
+if TYPE_CHECKING:
+    from kvspec.reference.models import ServedResult
 
 DEFAULTS = {f.name: f.default for f in fields(ServiceModel) if f.name in SERVICE_FIELDS}  # without making one: its model loads pydantic
 SERVICE_HELP = {
@@ -51,13 +54,13 @@ def whole_number(text: str) -> int:
         return int(value)
 
 
-def check_alone(args: argparse.Namespace) -> None:
-    """What --serve does not take, and the service options given without it."""
+DIALECTS_LATER = "the engines' lifecycles are not yet specified (spec/lifecycle.md serves the canonical policies)"
+
+
+def check_alone(args: argparse.Namespace, refused: list[tuple[object, str]]) -> None:
+    """What --serve does not take (each given value with why), and the service options given without it."""
     if args.serve:
-        for given, why in ((args.adapter, "--adapter: an implementation takes no requests in flight yet (issue 32)"),
-                           (args.keep_going, "--keep-going, which goes with --adapter"),
-                           (args.dialect or args.variation, "--dialect or --variation: the engines' lifecycles are not yet specified "
-                                                           "(spec/lifecycle.md serves the canonical policies)")):
+        for given, why in refused:
             if given:
                 raise KvspecError(f"--serve runs the reference alone, without {why}")
         return
@@ -66,9 +69,14 @@ def check_alone(args: argparse.Namespace) -> None:
         raise KvspecError(f"{changed[0]} sets the service model of a served replay: give --serve too")
 
 
+def service_of(args: argparse.Namespace) -> ServiceModel:
+    """LIFE-SERVE-1: the service model the options give."""
+    return ServiceModel(**{name: getattr(args, name) for name in SERVICE_FIELDS})
+
+
 def run_served(args: argparse.Namespace, trace: TraceFile, policy: str) -> int:
     """The served replay's result, as JSON, to stdout or whole to --output; its lines through a spool."""
-    service = ServiceModel(**{name: getattr(args, name) for name in SERVICE_FIELDS})
+    service = service_of(args)
     config = base_config(args, policy, args.capacity)
     from kvspec.reference.caches import make_policy
 
@@ -116,7 +124,7 @@ def write_served_to(result: Served, spool: Spool | None, stream: Any) -> None:
     stream.write("]" + tail + "\n")
 
 
-def served_summary(result: Served) -> str:
+def served_summary(result: Served | ServedResult) -> str:
     rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
     return (f"{result.policy}, {result.cache_capacity_blocks:,} blocks of {result.block_size} tokens, served: {result.requests:,} requests, "
             f"{result.total_hit_tokens:,} of {result.total_prompt_tokens:,} prompt tokens hit ({rate:.2%}), "

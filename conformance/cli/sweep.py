@@ -26,6 +26,7 @@ from kvspec.conformance.cli.arguments import (
     summary,
     write_json,
 )
+from kvspec.conformance.cli.serve import DIALECTS_LATER, add_service, check_alone, served_summary, service_of
 from kvspec.reference import POLICIES, KvspecError, TraceFile, bundled_trace_path
 from kvspec.reference.constants import DEFAULT_CAPACITIES
 from kvspec.reference.dialects import KNOWN_DIALECTS
@@ -57,12 +58,15 @@ def add(commands: Any) -> None:
     add_output(many, "write the JSON here instead of stdout")
     add_plot(many, "hit rate against capacity (with --ablate: each dialect's difference from the canonical hit rate)")
     add_jobs(many, "the replays")
+    add_service(many)
     many.set_defaults(handler=run_sweep)
 
 
 def run_sweep(args: argparse.Namespace) -> None:
     from kvspec.conformance.measurement.sweep import plot, sweep
 
+    check_alone(args, [(args.ablate, "--ablate"), (args.dialect or args.variation, f"--dialect or --variation: {DIALECTS_LATER}"),
+                       (args.beside, f"--beside: {DIALECTS_LATER}")])
     if args.ablate:
         run_ablation(args)
         return
@@ -83,6 +87,7 @@ def run_sweep(args: argparse.Namespace) -> None:
             dialect=args.dialect,
             variations=args.variation,
             beside=args.beside,
+            service=service_of(args) if args.serve else None,
             run=workers.run,
         )
     if args.plot is not None:
@@ -91,6 +96,8 @@ def run_sweep(args: argparse.Namespace) -> None:
     if sys.stderr.isatty():
         for point in result.points:
             print(summary(point.result), file=sys.stderr)
+        for served in result.served or []:
+            print(served_summary(served.result), file=sys.stderr)
         for optimum in result.offline_optimum:
             print(f"the offline optimum (Belady's MIN over blocks), {optimum.cache_capacity_blocks:,} blocks: {optimum.hit_rate:.2%}", file=sys.stderr)
         print(f"a cache that never evicts: {result.unbounded_hit_rate:.2%}", file=sys.stderr)

@@ -21,12 +21,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from kvspec.conformance.core.cluster import Cluster
 from kvspec.conformance.core.job import Finished, Job, T
 from kvspec.conformance.core.processes import Processes
 from kvspec.reference import ReplayConfig, ReplayResult, TraceRecord, replay
+from kvspec.reference.serve import ServiceModel, served
+
+if TYPE_CHECKING:
+    from kvspec.reference.models import ServedResult
 
 Records = Callable[[str], Iterable[tuple[int, TraceRecord]]]  # a trace's records, read afresh for the job a label names
 
@@ -48,6 +52,15 @@ class TraceJob(Generic[T]):
 def replayed(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, path: str) -> ReplayResult:
     """The reference's replay of ``config``, as a TraceJob's function."""
     return replay(records, config, path=path)
+
+
+def served_replay(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, service: ServiceModel, path: str) -> "ServedResult":
+    """The reference's served replay of ``config`` (spec/lifecycle.md section 6), as a TraceJob's function."""
+    from dataclasses import asdict
+
+    from kvspec.reference.models import ServedResult
+
+    return ServedResult(**{name: value for name, value in asdict(served(records, config, service, path=path)).items() if name != "per_request"})
 
 
 def in_turn(jobs: Sequence[Job[T]]) -> list[T]:

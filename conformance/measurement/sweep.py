@@ -10,13 +10,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, replayed
+from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, replayed, served_replay
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import (NEVER_EVICTS, POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside,
                                                   on_trace, save)
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
 from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
+from kvspec.reference.models import ServedResult
+from kvspec.reference.serve import ServiceModel
 from kvspec.reference.validation import INT64_MAX
 
 
@@ -28,6 +30,15 @@ class SweepPoint(BaseModel):
     hit_rate: float
     result: ReplayResult
     beside: str | None = Field(None, description="the known dialect (--beside) this point was replayed in, beside the others; else absent")
+
+
+class ServedPoint(BaseModel):
+    """One served replay of the sweep (--serve, spec/lifecycle.md section 6): its result and its hit rate."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    hit_rate: float
+    result: ServedResult
 
 
 class Sweep(BaseModel):
@@ -46,9 +57,11 @@ class Sweep(BaseModel):
     points: list[SweepPoint]
     dialect: str | None = Field(None, description="the known implementation's dialect every policy was replayed in (--dialect); else absent")
     variations: list[str] | None = Field(None, description="the variation points added to every policy (--variation); absent if none")
+    served: list[ServedPoint] | None = Field(
+        None, description="with --serve: each policy at each capacity served as a server runs it, in the points' order; else absent")
 
 
-def hit_rate(result: ReplayResult) -> float:
+def hit_rate(result: ReplayResult | ServedResult) -> float:
     return result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
 
 
@@ -63,6 +76,7 @@ def sweep(
     dialect: str | None = None,
     variations: Sequence[str] = (),
     beside: Sequence[str] = (),
+    service: ServiceModel | None = None,
     run: Run = in_turn,
 ) -> Sweep:
     """Replay the trace once per policy and capacity, in that order, once without eviction, and
@@ -73,7 +87,8 @@ def sweep(
     where ``run`` sends jobs to other processes). Each policy is replayed in its dialect in
     ``dialects`` (canonical where it has none), which --dialect ``dialect`` and --variation
     ``variations`` named; then each policy of each known dialect ``beside`` names, in that dialect
-    (DIALECT-5). Every configuration is validated before the first replay, so that a bad one (a
+    (DIALECT-5). With a ``service``, each policy at each capacity is also served (LIFE-SERVE-1 to
+    LIFE-SERVE-7). Every configuration is validated before the first replay, so that a bad one (a
     capacity that gives S3FIFO no small queue, S3-CONF-5) fails at once, not after minutes of work.
     """
     chosen = dialects or {}
@@ -93,7 +108,11 @@ def sweep(
         jobs.append(TraceJob(f"[{number}/{total}] {what}", replayed, records, (config, path)))
     jobs.append(TraceJob(f"[{total}/{total}] the offline optimum (Belady's MIN) at every capacity", offline_optima, records,
                          (list(capacities), base.block_size, path)))
-    *points, ceiling, optima = run(jobs)
+    served_configs = configs[:len(policies) * len(capacities)] if service is not None else []
+    jobs += [TraceJob(f"[served {number}/{len(served_configs)}] {config.policy} at {config.capacity:,} blocks", served_replay, records,
+                      (config, service, path)) for number, config in enumerate(served_configs, start=1)]
+    results = run(jobs)
+    *points, ceiling, optima = results[:total]
     return Sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
@@ -102,6 +121,7 @@ def sweep(
                            else named[(n - len(policies) * len(capacities)) // len(capacities)][0]) for n, result in enumerate(points)],
         dialect=dialect,
         variations=list(variations) or None,
+        served=[ServedPoint(hit_rate=hit_rate(result), result=result) for result in results[total:]] if service is not None else None,
     )
 
 
@@ -116,6 +136,10 @@ def plot(result: Sweep, path: Path) -> None:
         points = [p for p in result.points if (p.beside, p.result.policy) == (name, policy)]
         style = POLICY_STYLES[policy] if name is None else dialect_style(policy, name, named.index(name))
         axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **style)
+    for policy in dict.fromkeys(point.result.policy for point in result.served or []):
+        served = [p for p in result.served or [] if p.result.policy == policy]
+        style = {**POLICY_STYLES[policy], "linestyle": "--", "markerfacecolor": "none", "label": f"{POLICY_STYLES[policy]['label']}, served"}
+        axes.plot([p.result.cache_capacity_blocks for p in served], [100 * p.hit_rate for p in served], **style)
     optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
     capacities = [o.cache_capacity_blocks for o in optima]
     draw_ceilings(axes, capacities, [100 * o.hit_rate for o in optima], 100 * result.unbounded_hit_rate)
@@ -124,10 +148,18 @@ def plot(result: Sweep, path: Path) -> None:
     axes.minorticks_off()
     axes.set_xlabel(f"capacity (blocks of {result.points[0].result.block_size:,} tokens, log scale)")  # one block size a sweep
     axes.set_ylabel("hit rate (% of prompt tokens)")
-    axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}{in_dialect(result)}")
+    axes.set_title(f"Longest-prefix hit rate against capacity{on_trace(result.trace)}{in_dialect(result)}{under_load(result)}")
     axes.grid(True, which="major", alpha=0.3)
     legend_outside(drawn, axes, loc="outside right center", fontsize="small" if named else None)  # clear of the title
     save(drawn, path)
+
+
+def under_load(result: Sweep) -> str:
+    """What a title says of the served replays (dashed), on a line of its own; nothing without them."""
+    if not result.served:
+        return ""
+    service = result.served[0].result.service
+    return f"\ndashed: served, requests in flight ({service['gpus']} GPUs, {service['step_tokens']:,} tokens a step)"
 
 
 def in_dialect(result: Sweep) -> str:
