@@ -148,6 +148,8 @@ class ServedResult(BaseModel):
     total_recomputed_tokens: int = Field(ge=0, le=INT64_MAX)
     preemptions: int = Field(ge=0, le=INT64_MAX)
     cut_short: int = Field(ge=0, le=INT64_MAX)
+    uncomputed_tokens: int = Field(ge=0, le=INT64_MAX, description="LIFE-SERVE-7: prompt tokens lookups found resident but not yet computed")
+    kept_in_main: int | None = Field(None, ge=0, le=INT64_MAX, description="S3FIFO: entries in use at freq 0 that S's drain admitted to M (S3-LIFE-1)")
     peak_referenced_blocks: int = Field(ge=0, le=INT64_MAX)
     peak_running: int = Field(ge=0, le=INT64_MAX)
     mean_waiting_ms: float = Field(ge=0)

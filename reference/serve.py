@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from .errors import ConfigError, KvspecError, TraceError
 from .lifecycle import Pool
-from .replay import ReplayConfig, check_block_count, checked_total
+from .replay import ReplayConfig, check_block_count, checked_total, hit_tokens
+from .request import prefix_hit_blocks
 from .trace import Request
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class Served:
     total_recomputed_tokens: int = 0
     preemptions: int = 0
     cut_short: int = 0
+    uncomputed_tokens: int = 0
+    kept_in_main: int | None = None
     peak_referenced_blocks: int = 0
     peak_running: int = 0
     mean_waiting_ms: float = 0.0
@@ -173,6 +176,7 @@ class Server:
         result.mean_waiting_ms = round(self.waited_ticks / ticks_per_ms / result.requests, 3) if result.requests else 0.0
         result.max_waiting_ms = self.ms(self.max_waited)
         result.final_cache_blocks = self.pool.policy.resident_count()
+        result.kept_in_main = getattr(self.pool.policy, "kept_in_main", None)  # S3FIFO's alone
         return result
 
     # LIFE-SERVE-2: arrivals and the waiting queue ----------------------------------------------
@@ -221,10 +225,14 @@ class Server:
         last prompt token computed whatever it hits. (Alone in the pool, the allocation is the replay's
         access of the request's blocks, LIFE-LIMIT-1: hence LIFE-SERVE-8.)"""
         pool, state = self.pool, self.in_service[rid]
+        request = pool.requests[rid]
+        counted = request.hit_tokens is None  # LIFE-HIT-1: this allocation, if made, counts its hits
+        resident = prefix_hit_blocks(request.blocks, pool.policy.is_resident) if counted else 0
         if not pool.allocate(rid):
             return False
         self.waiting.popleft()
-        request = pool.requests[rid]
+        if counted:  # LIFE-SERVE-7: the tokens its lookup found resident but not yet computed (LIFE-LOOKUP-1)
+            self.result.uncomputed_tokens += hit_tokens(resident, self.block_size, state.input_length) - (request.hit_tokens or 0)
         k = request.hit_blocks
         if k:
             pool.compute(rid, k)  # LIFE-COMPUTE-1: its hit blocks, at no cost

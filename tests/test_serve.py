@@ -83,6 +83,23 @@ def test_LIFE_SERVE_4_a_prefill_goes_in_chunks_of_the_budget_and_always_computes
     assert first.output_tokens == second.output_tokens == 1
 
 
+def test_LIFE_SERVE_7_a_prefix_in_flight_is_no_hit_and_is_counted_as_uncomputed() -> None:
+    """Two requests sharing their first 2 blocks, both at 0: the second is admitted in the step the first
+    is, whose blocks are resident and not yet computed: it hits nothing, and the 8 tokens it would have
+    hit are uncomputed tokens. A third, a second later, hits those 8 tokens, computed by then."""
+    result, first, second, third = lines(Request(0, 12, 1, [1, 2, 3]), Request(0, 12, 1, [1, 2, 4]), Request(1000, 12, 1, [1, 2, 5]),
+                                         capacity=16)
+    assert (first.hit_tokens, second.hit_tokens, third.hit_tokens) == (0, 0, 8)
+    assert result.uncomputed_tokens == 8 and result.kept_in_main is None  # LRU keeps no such count
+
+
+def test_LIFE_SERVE_7_s3fifo_counts_the_entries_in_use_its_small_queue_kept_in_main() -> None:
+    """S3FIFO on 10 slots (S holds 1): request 1's block 1 is in S, referenced, when request 2's block 2
+    is admitted in the same step; S's drain sends block 1 to M (S3-LIFE-1), where a replay sends it to G."""
+    result, *_ = lines(Request(0, 4, 1, [1]), Request(0, 4, 1, [2]), capacity=10, policy="s3fifo")
+    assert result.kept_in_main == 1 and result.uncomputed_tokens == 0
+
+
 def test_LIFE_SERVE_3_a_refused_head_stops_the_admissions_and_none_passes_it() -> None:
     """On 4 slots, request 1 (3 blocks) runs; request 2 (3 blocks) does not fit beside it, and request 3
     (1 block), which would, waits behind it: both are admitted when request 1 finishes, in the same
