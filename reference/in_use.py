@@ -91,7 +91,7 @@ def admit_to_small(cache: "InUseS3FIFO", h: int) -> None:
         in_use = victim in cache.refs
         if victim_freq >= s3fifo.PROMOTION_FREQ or in_use:
             if admit_to_main(cache, victim, freq_in_main(victim_freq) if victim_freq >= s3fifo.PROMOTION_FREQ else 0):
-                cache.kept_in_main += victim_freq < s3fifo.PROMOTION_FREQ  # S3-LIFE-1, counted for the served replay's result
+                cache.kept_in_main += victim_freq < s3fifo.PROMOTION_FREQ  # S3-LIFE-1's, counted for the served replay's result
                 continue  # S3-ADMIT-S-2, or S3-LIFE-1 for an entry in use at freq 0
             if in_use:
                 passed.append((victim, victim_freq))  # S3-LIFE-3: M admits nothing, and it may not leave
@@ -222,7 +222,7 @@ class InUseS3FIFO(S3FIFO):
     """An S3FIFO cache whose blocks requests use: S3-LIFE-1 to S3-LIFE-4."""
 
     refs: dict[int, int] = field(default_factory=dict)
-    kept_in_main: int = 0  # S3-LIFE-1's admissions to M of entries in use at freq 0 (LIFE-SERVE-7)
+    kept_in_main: int = 0  # S3-LIFE-1's admissions to M of entries in use at freq 0, which the served replay reports
 
     access = in_use_rule(S3FIFO_ACCESS)
     free_slot = free_s3fifo_slot

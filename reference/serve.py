@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ConfigError, KvspecError, TraceError
 from .lifecycle import Pool
+from .lifecycle import Request as PoolRequest
 from .replay import ReplayConfig, check_block_count, checked_total, hit_tokens
 from .request import prefix_hit_blocks
 from .trace import Request
@@ -51,6 +52,9 @@ class ServiceModel:
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ConfigError("LIFE-SERVE-1", f"{name} must be a positive integer, not {value!r}")
+        if self.max_running > self.step_tokens:  # vLLM 0.33.0 vllm/config/scheduler.py:331-335 refuses it too
+            raise ConfigError("LIFE-SERVE-1", f"max_running {self.max_running} is more than step_tokens {self.step_tokens}: "
+                                              "every request decoding takes a token of each step")
 
     def flop_rate(self) -> int:
         return self.gpus * self.flops_per_second
@@ -192,28 +196,30 @@ class Server:
 
     def schedule(self) -> list[tuple[int, int]]:
         """The prefill chunks of this step, (request, tokens), after its decoders' slots (LIFE-SERVE-5) and admissions."""
-        budget = self.service.step_tokens - self.decoders
-        chunks = []
+        chunks: list[tuple[int, int]] = []
         for rid in list(self.running):  # a slot refused preempts the newest, so the list changes under the loop
-            if budget <= 0:
-                break
             state = self.in_service[rid]
             if state.decoding_since >= 0 or rid not in self.pool.requests or not self.pool.requests[rid].running:
                 continue
-            tokens = self.chunk(state, budget)
+            if self.budget(chunks) <= 0:
+                break
+            tokens = self.chunk(state, self.budget(chunks))
             if tokens and self.slots_for(rid, state.position + tokens):
                 chunks.append((rid, tokens))
-                budget -= tokens
-        while budget > 0 and self.waiting and len(self.running) < self.service.max_running:
+        while self.budget(chunks) > 0 and self.waiting and len(self.running) < self.service.max_running:
             rid = self.waiting[0]
             if not self.admit(rid):
                 break  # vLLM 0.33.0 vllm/v1/core/sched/scheduler.py:1454-1461: first come first served, none passes the head
             state = self.in_service[rid]
-            tokens = self.chunk(state, budget)
+            tokens = self.chunk(state, self.budget(chunks))
             if self.slots_for(rid, state.position + tokens):
                 chunks.append((rid, tokens))
-                budget -= tokens
         return chunks
+
+    def budget(self, chunks: list[tuple[int, int]]) -> int:
+        """LIFE-SERVE-3: the step's tokens left: a token for each request decoding (a decoder preempted
+        gives its token back, as vLLM's scheduler.py:950-956 does), and the chunks taken so far."""
+        return self.service.step_tokens - self.decoders - sum(tokens for _, tokens in chunks)
 
     def chunk(self, state: InService, budget: int) -> int:
         """LIFE-SERVE-4: a prefill's tokens this step, within its prompt until the prompt is computed."""
@@ -253,7 +259,7 @@ class Server:
         """LIFE-SERVE-5: the request holds slots for ``tokens`` tokens, taking each it lacks by
         LIFE-DECODE-1; each refusal preempts the newest running request. False if it is itself preempted."""
         request = self.pool.requests[rid]
-        while (len(request.blocks) + request.held) * self.block_size < tokens:
+        while slots_for_tokens(request) * self.block_size < tokens:
             while not self.pool.decode(rid):
                 if self.running == [rid]:
                     self.cut_short(rid)
@@ -308,7 +314,7 @@ class Server:
         done = self.steps - state.decoding_since
         position, generated = state.position + done, state.generated + done
         to_finish = state.output_length - generated
-        to_slot = (len(request.blocks) + request.held) * self.block_size - position  # steps until a token has no slot
+        to_slot = slots_for_tokens(request) * self.block_size - position  # steps until a token has no slot
         heapq.heappush(self.events, (self.steps + min(to_finish, to_slot), 0 if to_finish <= to_slot else 1, rid, state.epoch))
 
     def due_events(self) -> None:
@@ -399,6 +405,12 @@ class Server:
         first = self.step_ticks([])
         growth = 1000 * self.decoders * (self.flops_per_position * self.bandwidth + self.kv_bytes * self.rate)
         return first, growth
+
+
+def slots_for_tokens(request: PoolRequest) -> int:
+    """LIFE-SERVE-5: the slots a request's tokens have: its blocks, then the blocks its decoding holds
+    past them (LIFE-DECODE-1); a block of its own held since its allocation (LIFE-ALLOC-3) is one of its blocks."""
+    return len(request.blocks) + request.held - len(request.held_blocks)
 
 
 def steps_to_reach(first: int, growth: int, gap: int) -> int:

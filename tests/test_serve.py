@@ -78,7 +78,7 @@ def test_LIFE_SERVE_4_a_prefill_goes_in_chunks_of_the_budget_and_always_computes
     steps). The same prompt a second later hits all 12 tokens (LIFE-HIT-1) and still computes its last
     one, in one step."""
     result, first, second = lines(Request(0, 12, 1, [1, 2, 3]), Request(1000, 12, 1, [1, 2, 3]), capacity=8,
-                                  service=ServiceModel(step_tokens=5))
+                                  service=ServiceModel(step_tokens=5, max_running=4))
     assert (result.steps, first.hit_tokens, second.hit_tokens, result.total_hit_tokens) == (4, 0, 12, 12)
     assert first.output_tokens == second.output_tokens == 1
 
@@ -216,6 +216,12 @@ def test_LIFE_SERVE_5_a_request_that_generates_nothing_is_an_error_naming_its_li
 def test_LIFE_SERVE_1_each_parameter_is_a_positive_integer(field: str) -> None:
     with pytest.raises(ConfigError, match=f"LIFE-SERVE-1.*{field}"):
         ServiceModel(**{field: 0})
+
+
+def test_LIFE_SERVE_1_more_running_than_tokens_a_step_is_refused() -> None:
+    with pytest.raises(ConfigError, match="LIFE-SERVE-1: max_running 9 is more than step_tokens 8"):
+        ServiceModel(max_running=9, step_tokens=8)
+    assert ServiceModel(max_running=8, step_tokens=8).max_running == 8
 
 
 def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
