@@ -28,7 +28,8 @@ from kvspec.reference.caches import make_policy  # noqa: E402
 from kvspec.reference.lifecycle import Pool  # noqa: E402
 from kvspec.reference.replay import hit_tokens  # noqa: E402
 from kvspec.reference.request import step  # noqa: E402
-from kvspec.reference.serve import ServiceModel, served  # noqa: E402
+from kvspec.reference.serve import served  # noqa: E402
+from kvspec.reference.service import ServiceModel  # noqa: E402
 from kvspec.reference.trace import Request  # noqa: E402
 
 BLOCK_SIZE = 512

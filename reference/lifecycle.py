@@ -27,6 +27,7 @@ class Request:
     input_length: int
     computed: int = 0  # LIFE-COMPUTE-1: its blocks [0, computed) are computed
     referenced: list[int] = field(default_factory=list)  # LIFE-ALLOC-2: each once
+    unreferenced: set[int] = field(default_factory=set)  # its other blocks: evicted, or held, in its allocation
     held: int = 0  # LIFE-ALLOC-3, LIFE-DECODE-1
     held_blocks: set[int] = field(default_factory=set)  # LIFE-ALLOC-3: each block it holds outside the cache, once
     running: bool = False
@@ -146,6 +147,7 @@ class Pool:
                 refs[h] = refs.get(h, 0) + 1
             else:
                 self.pending.discard(h)  # admitted, then evicted by its own later accesses (LIFE-INV-1: no other pending block can leave)
+                request.unreferenced.add(h)
         request.running = True
         return True
 
@@ -188,8 +190,9 @@ class Pool:
         if not request.computed < upto <= len(request.blocks):
             raise KvspecError(f"LIFE-COMPUTE-1: request {rid} has computed {request.computed} of its {len(request.blocks)} blocks; "
                               f"a step computes from the first not computed, to {upto}")
-        referenced = set(request.referenced)  # a block it does not reference (evicted in its allocation) it does not hold
-        self.pending.difference_update(h for h in request.blocks[request.computed:upto] if h in referenced)
+        computing, unreferenced = request.blocks[request.computed:upto], request.unreferenced
+        # a block it does not reference (evicted or held in its allocation) is not its to compute
+        self.pending.difference_update((h for h in computing if h not in unreferenced) if unreferenced else computing)
         request.computed = upto
 
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
@@ -232,6 +235,6 @@ class Pool:
                 self.policy.refs[h] = count
             else:
                 del self.policy.refs[h]
-        request.referenced = []
+        request.referenced, request.unreferenced = [], set()
         self.held -= request.held
         request.held, request.held_blocks = 0, set()

@@ -11,59 +11,16 @@ closed form, exactly what stepping through it one step at a time would give.
 import heapq
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import isqrt
-from typing import TYPE_CHECKING
 
-from .errors import ConfigError, KvspecError, TraceError
+from .errors import KvspecError, TraceError
 from .lifecycle import Pool
 from .lifecycle import Request as PoolRequest
 from .replay import ReplayConfig, check_block_count, checked_total, hit_tokens
 from .request import prefix_hit_blocks
+from .service import SERVICE_FIELDS, Served, ServedRequest, ServiceModel
 from .trace import Request
-
-if TYPE_CHECKING:
-    from .benefit.model import Model
-
-
-def llama_3_1_8b() -> "Model":
-    """BEN-MODEL-1's model (imported when a server is made: reference/benefit loads pydantic, which `kvspec replay` does not)."""
-    from .benefit.model import Model
-
-    return Model()
-
-
-SERVICE_FIELDS = ("max_running", "step_tokens", "gpus", "flops_per_second", "memory_bytes_per_second")
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceModel:
-    """LIFE-SERVE-1: the server's limits and speed, each default with its source."""
-
-    max_running: int = 1024  # vLLM 0.33.0 vllm/engine/arg_utils.py:2995, max_num_seqs on an H100 (OpenAI server)
-    step_tokens: int = 8192  # vLLM 0.33.0 vllm/engine/arg_utils.py:2991, max_num_batched_tokens there
-    gpus: int = 8  # one node: a pool of 4,096 blocks of 64 MiB (BEN-MODEL-2) needs 256 GiB of HBM
-    flops_per_second: int = 400 * 10**12  # each GPU's, BEN-MODEL-1
-    memory_bytes_per_second: int = 3_350 * 10**9  # each GPU's: an H100 SXM's HBM3, 3.35 TB/s (NVIDIA's datasheet)
-    model: "Model" = field(default_factory=llama_3_1_8b)
-
-    def __post_init__(self) -> None:
-        for name in SERVICE_FIELDS:
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise ConfigError("LIFE-SERVE-1", f"{name} must be a positive integer, not {value!r}")
-        if self.max_running > self.step_tokens:  # vLLM 0.33.0 vllm/config/scheduler.py:331-335 refuses it too
-            raise ConfigError("LIFE-SERVE-1", f"max_running {self.max_running} is more than step_tokens {self.step_tokens}: "
-                                              "every request decoding takes a token of each step")
-
-    def flop_rate(self) -> int:
-        return self.gpus * self.flops_per_second
-
-    def bandwidth(self) -> int:
-        return self.gpus * self.memory_bytes_per_second
-
-    def ticks_per_ms(self) -> int:
-        return self.flop_rate() * self.bandwidth()
 
 
 @dataclass(slots=True, eq=False)
@@ -75,7 +32,6 @@ class InService:
     line: int
     input_length: int
     output_length: int
-    arrival: int  # ticks
     joined: int  # when it last joined the waiting queue (ticks)
     position: int = 0  # the tokens whose KV it has computed
     prefill_end: int = 0  # the tokens its prefill computes: its prompt, and what it had generated before a preemption
@@ -84,49 +40,6 @@ class InService:
     waiting_ticks: int = 0
     preemptions: int = 0
     epoch: int = 0  # its events in the heap are those of this epoch; a preemption or a slot given starts another
-
-
-@dataclass(slots=True)
-class ServedRequest:
-    """LIFE-SERVE-7: one request's line, in the order the requests finish."""
-
-    request: int
-    line: int
-    hit_tokens: int
-    prompt_tokens: int
-    recomputed_tokens: int
-    waiting_ms: float
-    preemptions: int
-    output_tokens: int
-    finished_ms: float
-
-
-@dataclass(slots=True)
-class Served:
-    """LIFE-SERVE-7: a served replay's result."""
-
-    policy: str
-    block_size: int
-    small_ratio: float | None
-    max_freq: int | None
-    cache_capacity_blocks: int
-    service: dict[str, int]
-    requests: int = 0
-    total_hit_tokens: int = 0
-    total_prompt_tokens: int = 0
-    total_recomputed_tokens: int = 0
-    preemptions: int = 0
-    cut_short: int = 0
-    uncomputed_tokens: int = 0
-    kept_in_main: int | None = None
-    peak_referenced_blocks: int = 0
-    peak_running: int = 0
-    mean_waiting_ms: float = 0.0
-    max_waiting_ms: float = 0.0
-    steps: int = 0
-    served_ms: float = 0.0
-    final_cache_blocks: int = 0
-    per_request: list[ServedRequest] | None = None
 
 
 class Server:
@@ -141,7 +54,8 @@ class Server:
         self.weight_bytes = model.parameters * model.bytes_per_element
         self.kv_bytes = model.kv_bytes_per_token()
         self.rate, self.bandwidth, self.ticks_per_ms = service.flop_rate(), service.bandwidth(), service.ticks_per_ms()
-        self.now = self.steps = 0
+        self.now = self.steps = self.chunked = 0  # chunked: the prefill tokens of the step being scheduled
+        self.preempted = False  # whether the step being scheduled has preempted a request
         self.waiting: deque[int] = deque()
         self.running: list[int] = []  # in admission order: the newest last (LIFE-SERVE-5 preempts it)
         self.in_service: dict[int, InService] = {}
@@ -164,13 +78,18 @@ class Server:
             while upcoming is not None and upcoming[2].timestamp * ticks_per_ms <= self.now:
                 self.arrive(*upcoming)
                 upcoming = next(arrivals, None)
+            self.preempted = False
             self.due_events()
             chunks = self.schedule()
             if chunks:
                 self.run_step(chunks)
             elif self.decoders:
-                # decoding alone until an event; an arrival matters only when nothing waits before it (LIFE-SERVE-3)
-                self.decode_stretch(upcoming[2].timestamp * ticks_per_ms if upcoming is not None and not self.waiting else None)
+                # decoding alone until an event; an arrival matters only when nothing waits before it, and a step
+                # that preempted admits nothing, so the next may (LIFE-SERVE-3)
+                self.decode_stretch(upcoming[2].timestamp * ticks_per_ms if upcoming is not None and not self.waiting else None,
+                                    one_step=self.preempted)
+            elif self.preempted:
+                continue  # a step that preempted, with nothing to run: the next one admits (LIFE-SERVE-3)
             elif self.running or self.waiting:
                 raise KvspecError("LIFE-SERVE-3: requests wait or run, and no step can be made (a bug of the served replay)")
             elif upcoming is not None:
@@ -188,7 +107,7 @@ class Server:
     def arrive(self, number: int, line: int, record: Request) -> None:
         rid, ticks = number, record.timestamp * self.ticks_per_ms
         self.pool.arrive(rid, record.hash_ids, record.input_length)
-        self.in_service[rid] = InService(number, line, record.input_length, record.output_length, ticks, ticks,
+        self.in_service[rid] = InService(number, line, record.input_length, record.output_length, ticks,
                                          prefill_end=record.input_length)
         self.waiting.append(rid)
 
@@ -197,29 +116,34 @@ class Server:
     def schedule(self) -> list[tuple[int, int]]:
         """The prefill chunks of this step, (request, tokens), after its decoders' slots (LIFE-SERVE-5) and admissions."""
         chunks: list[tuple[int, int]] = []
-        for rid in list(self.running):  # a slot refused preempts the newest, so the list changes under the loop
-            state = self.in_service[rid]
-            if state.decoding_since >= 0 or rid not in self.pool.requests or not self.pool.requests[rid].running:
-                continue
-            if self.budget(chunks) <= 0:
+        self.chunked = 0
+        for rid in [rid for rid in self.running if self.in_service[rid].decoding_since < 0]:
+            request = self.pool.requests.get(rid)
+            if request is None or not request.running:
+                continue  # preempted, or cut short, for an earlier one's slot (LIFE-SERVE-5)
+            if self.budget() <= 0:
                 break
-            tokens = self.chunk(state, self.budget(chunks))
-            if tokens and self.slots_for(rid, state.position + tokens):
-                chunks.append((rid, tokens))
-        while self.budget(chunks) > 0 and self.waiting and len(self.running) < self.service.max_running:
+            self.take_chunk(rid, chunks)
+        # vLLM 0.33.0 scheduler.py:1050: a step that preempted admits no waiting request
+        while not self.preempted and self.budget() > 0 and self.waiting and len(self.running) < self.service.max_running:
             rid = self.waiting[0]
             if not self.admit(rid):
                 break  # vLLM 0.33.0 vllm/v1/core/sched/scheduler.py:1454-1461: first come first served, none passes the head
-            state = self.in_service[rid]
-            tokens = self.chunk(state, self.budget(chunks))
-            if self.slots_for(rid, state.position + tokens):
-                chunks.append((rid, tokens))
+            self.take_chunk(rid, chunks)
         return chunks
 
-    def budget(self, chunks: list[tuple[int, int]]) -> int:
+    def take_chunk(self, rid: int, chunks: list[tuple[int, int]]) -> None:
+        """LIFE-SERVE-4, LIFE-SERVE-5: the request's chunk of the budget left, once it holds the slots for it."""
+        state = self.in_service[rid]
+        tokens = self.chunk(state, self.budget())
+        if self.slots_for(rid, state.position + tokens):
+            chunks.append((rid, tokens))
+            self.chunked += tokens
+
+    def budget(self) -> int:
         """LIFE-SERVE-3: the step's tokens left: a token for each request decoding (a decoder preempted
         gives its token back, as vLLM's scheduler.py:950-956 does), and the chunks taken so far."""
-        return self.service.step_tokens - self.decoders - sum(tokens for _, tokens in chunks)
+        return self.service.step_tokens - self.decoders - self.chunked
 
     def chunk(self, state: InService, budget: int) -> int:
         """LIFE-SERVE-4: a prefill's tokens this step, within its prompt until the prompt is computed."""
@@ -287,6 +211,7 @@ class Server:
         self.running.remove(rid)
         state.position, state.prefill_end = 0, state.input_length + state.generated
         state.preemptions += 1
+        self.preempted = True
         state.epoch += 1
         state.joined = self.now
         self.waiting.appendleft(rid)
@@ -389,10 +314,10 @@ class Server:
                 else:
                     self.start_decoding(rid, state)
 
-    def decode_stretch(self, until: int | None) -> None:
+    def decode_stretch(self, until: int | None, one_step: bool = False) -> None:
         """Steps of decoding alone, to the next decoder's event or to the first step that starts at
-        or after ``until`` ticks (an arrival), whichever is first: summed in closed form."""
-        steps = self.events[0][0] - self.steps
+        or after ``until`` ticks (an arrival), whichever is first (or ``one_step``): summed in closed form."""
+        steps = 1 if one_step else self.events[0][0] - self.steps
         first, growth = self.stretch_ticks()
         if until is not None:
             steps = min(steps, steps_to_reach(first, growth, until - self.now))

@@ -7,8 +7,7 @@ The cache is reference/lifecycle.py's Pool; only the scheduler and the clock are
 Readings of the text where it leaves a choice:
 
 - LIFE-SERVE-4's "always its last prompt token" holds for a resumed request too.
-- A request preempted at the start of a step may be allocated again in the same step's admissions
-  (the text puts no bar on it).
+- A step that preempted admits no request (LIFE-SERVE-3), and one with nothing to run then is no step.
 - A request cut short finishes at the start of the step in which it is refused its slot.
 """
 
@@ -111,6 +110,7 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
     running: list[Flight] = []  # in the order admitted
     result = Result(lines=[], ticks_per_ms=tpm)
     now = 0
+    preempted = [False]  # whether this step has preempted a request
 
     def preempt(f: Flight) -> None:
         pool.preempt(f.rid)
@@ -119,6 +119,7 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
         f.computed_tokens = f.computed_blocks = f.decode_held = 0
         f.out.preemptions += 1
         result.preemptions += 1
+        preempted[0] = True
         f.joined = now
         waiting.appendleft(f)  # LIFE-SERVE-2: back to the queue's head
 
@@ -155,6 +156,7 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
             waiting.append(f)
 
         budget = service.step_tokens
+        preempted[0] = False
         batch: list[tuple[Flight, int, int]] = []  # (request, first token computed, end)
 
         # LIFE-SERVE-3: the decoding requests, their slots then a token each
@@ -198,17 +200,19 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
                 continue
             if status == "preempted":
                 continue
-            end = chunk(f, start)
-            batch.append((f, start, end))
+            batch.append((f, start, end))  # sized before its slots were taken: a token given back goes to the chunks after
             budget -= end - start
 
         # admissions from the head of the waiting queue
-        while budget > 0 and len(running) < service.max_running and waiting:
+        while not preempted[0] and budget > 0 and len(running) < service.max_running and waiting:
             f = waiting[0]
             k = pool.lookup(f.rid)
             if not pool.allocate(f.rid):
                 break  # LIFE-ALLOC-4 refused: no request passes the head
             waiting.popleft()
+            if k:
+                pool.compute(f.rid, k)  # its hit blocks, computed when its allocation is made (LIFE-SERVE-4)
+            f.computed_blocks = k
             hits = min(k * bs, f.L)
             if not f.counted:
                 f.out.hit_tokens = hits
@@ -231,7 +235,9 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
             budget -= end - start
 
         if not batch:
-            # LIFE-SERVE-3: nothing to run; wait for the next arrival
+            # LIFE-SERVE-3: nothing to run: the next step at once if this one preempted, else wait for the next arrival
+            if preempted[0]:
+                continue
             if not arrivals:
                 if waiting or running:
                     raise AssertionError("stuck: requests in flight, nothing runs, and nothing arrives")

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from kvspec.conformance.cli.arguments import base_config, typed, with_progress
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import KvspecError, TraceFile
-from kvspec.reference.serve import SERVICE_FIELDS, Served, ServedRequest, ServiceModel, served
+from kvspec.reference.serve import served
+from kvspec.reference.service import SERVICE_FIELDS, Served, ServedRequest, ServiceModel
 
 if TYPE_CHECKING:
     from kvspec.reference.models import ServedResult
@@ -38,20 +39,22 @@ def add_service(command: argparse.ArgumentParser) -> None:
                               "recomputed tokens and peak referenced blocks too")
     for name in SERVICE_FIELDS:
         default = DEFAULTS[name]
-        command.add_argument(f"--{name.replace('_', '-')}", metavar="N", dest=name, default=default,
+        command.add_argument(f"--{name.replace('_', '-')}", metavar="N", dest=name,
                              type=typed(whole_number, "LIFE-SERVE-1", f"{name} must be a positive integer"),
                              help="with --serve: " + SERVICE_HELP[name].format(default))
 
 
 def whole_number(text: str) -> int:
-    """An integer, written as one or in the exponent form of the defaults (4e14)."""
+    """An integer, written as one or in the exponent form of the defaults (4e14, 3.35e12), read exactly."""
+    from decimal import Decimal, InvalidOperation
+
     try:
-        return int(text)
-    except ValueError:
-        value = float(text)  # ValueError again for what is no number
-        if not value.is_integer():
-            raise ValueError(text) from None
-        return int(value)
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        raise ValueError(text) from None
+    if not value.is_finite() or value != value.to_integral_value():
+        raise ValueError(text)
+    return int(value)
 
 
 DIALECTS_LATER = "the engines' lifecycles are not yet specified (spec/lifecycle.md serves the canonical policies)"
@@ -64,14 +67,14 @@ def check_alone(args: argparse.Namespace, refused: list[tuple[object, str]]) -> 
             if given:
                 raise KvspecError(f"--serve runs the reference alone, without {why}")
         return
-    changed = [f"--{name.replace('_', '-')}" for name in SERVICE_FIELDS if getattr(args, name) != DEFAULTS[name]]
-    if changed:
-        raise KvspecError(f"{changed[0]} sets the service model of a served replay: give --serve too")
+    given = [f"--{name.replace('_', '-')}" for name in SERVICE_FIELDS if getattr(args, name) is not None]
+    if given:
+        raise KvspecError(f"{given[0]} sets the service model of a served replay: give --serve too")
 
 
 def service_of(args: argparse.Namespace) -> ServiceModel:
     """LIFE-SERVE-1: the service model the options give."""
-    return ServiceModel(**{name: getattr(args, name) for name in SERVICE_FIELDS})
+    return ServiceModel(**{name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name) for name in SERVICE_FIELDS})
 
 
 def run_served(args: argparse.Namespace, trace: TraceFile, policy: str) -> int:

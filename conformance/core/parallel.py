@@ -20,17 +20,16 @@ first, and cancels the tasks on a cluster.
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic
+from dataclasses import asdict, dataclass
+from typing import Any, Generic
 
 from kvspec.conformance.core.cluster import Cluster
 from kvspec.conformance.core.job import Finished, Job, T
 from kvspec.conformance.core.processes import Processes
 from kvspec.reference import ReplayConfig, ReplayResult, TraceRecord, replay
-from kvspec.reference.serve import ServiceModel, served
-
-if TYPE_CHECKING:
-    from kvspec.reference.models import ServedResult
+from kvspec.reference.models import ServedResult
+from kvspec.reference.serve import served
+from kvspec.reference.service import ServiceModel
 
 Records = Callable[[str], Iterable[tuple[int, TraceRecord]]]  # a trace's records, read afresh for the job a label names
 
@@ -54,12 +53,8 @@ def replayed(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, p
     return replay(records, config, path=path)
 
 
-def served_replay(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, service: ServiceModel, path: str) -> "ServedResult":
+def served_replay(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, service: ServiceModel, path: str) -> ServedResult:
     """The reference's served replay of ``config`` (spec/lifecycle.md section 6), as a TraceJob's function."""
-    from dataclasses import asdict
-
-    from kvspec.reference.models import ServedResult
-
     return ServedResult(**{name: value for name, value in asdict(served(records, config, service, path=path)).items() if name != "per_request"})
 
 

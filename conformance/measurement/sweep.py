@@ -18,7 +18,7 @@ from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_polic
 from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
 from kvspec.reference.models import ServedResult
-from kvspec.reference.serve import ServiceModel
+from kvspec.reference.service import ServiceModel
 from kvspec.reference.validation import INT64_MAX
 
 
@@ -108,11 +108,12 @@ def sweep(
         jobs.append(TraceJob(f"[{number}/{total}] {what}", replayed, records, (config, path)))
     jobs.append(TraceJob(f"[{total}/{total}] the offline optimum (Belady's MIN) at every capacity", offline_optima, records,
                          (list(capacities), base.block_size, path)))
+    # the served replays first: the one reading that refuses a trace whose timestamps go back (LIFE-SERVE-2) fails before the rest
     served_configs = configs[:len(policies) * len(capacities)] if service is not None else []
-    jobs += [TraceJob(f"[served {number}/{len(served_configs)}] {config.policy} at {config.capacity:,} blocks", served_replay, records,
-                      (config, service, path)) for number, config in enumerate(served_configs, start=1)]
+    jobs[:0] = [TraceJob(f"[served {number}/{len(served_configs)}] {config.policy} at {config.capacity:,} blocks", served_replay, records,
+                         (config, service, path)) for number, config in enumerate(served_configs, start=1)]
     results = run(jobs)
-    *points, ceiling, optima = results[:total]
+    *points, ceiling, optima = results[len(served_configs):]
     return Sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
@@ -121,7 +122,7 @@ def sweep(
                            else named[(n - len(policies) * len(capacities)) // len(capacities)][0]) for n, result in enumerate(points)],
         dialect=dialect,
         variations=list(variations) or None,
-        served=[ServedPoint(hit_rate=hit_rate(result), result=result) for result in results[total:]] if service is not None else None,
+        served=[ServedPoint(hit_rate=hit_rate(result), result=result) for result in results[:len(served_configs)]] if service is not None else None,
     )
 
 
