@@ -131,6 +131,12 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
         result.lines.append(f.out)
         result.last_finish_ticks = max(result.last_finish_ticks, at)
 
+    def cut_short(f: Flight) -> None:
+        """LIFE-SERVE-5: refused a slot with no other request running, it finishes now."""
+        f.out.cut_short = True
+        result.cut_short += 1
+        finish(f, now)
+
     def take_slots(f: Flight, upto: int) -> str:
         """LIFE-SERVE-5: the slots for computing f's tokens up to ``upto``: 'ok', 'preempted' (f itself) or 'cut'."""
         need = max(0, ceil_div(upto, bs) - f.n)
@@ -166,9 +172,7 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
                 continue  # preempted by an earlier one's slot
             status = take_slots(f, f.computed_tokens + 1)
             if status == "cut":
-                f.out.cut_short = True
-                result.cut_short += 1
-                finish(f, now)
+                cut_short(f)
                 continue
             if status == "preempted":
                 continue
@@ -194,9 +198,7 @@ def serve_model(records: list[tuple[int, Request]], config: ReplayConfig, servic
             batch = [(g, s, e) for g, s, e in batch if g in running]
             budget = service.step_tokens - sum(e - s for _, s, e in batch)
             if status == "cut":
-                f.out.cut_short = True
-                result.cut_short += 1
-                finish(f, now)
+                cut_short(f)
                 continue
             if status == "preempted":
                 continue
