@@ -16,8 +16,10 @@ from kvspec.conformance.hunt.targets import SCOPE, scope_targets
 # seconds for the whole search, within which every rule is analysed: 27 of 27 in 38 s on an idle machine, but at 45 s
 # S3FIFO's state-taking rules (access, insert_to_ghost) met no precondition within their share in two of three whole
 # suite runs beside the other xdist worker (issue 30); 75 s for those 27, and 86 s since the four rules of the blocks in
-# use joined them (31 rules: the same share each, about 2.7 s); `kvspec hunt check` spends 300
-BUDGET = 86.0
+# use joined them (31 rules: the same share each, about 2.7 s); 120 s since, on a machine half as fast as usual
+# (2026-12-03: 19 minutes for the suite), S3FIFO's insert_to_ghost and admit_to_main in one run, and the LRU's and
+# FIFO's accesses in use in another, met no precondition within 2.7 s; `kvspec hunt check` spends 300
+BUDGET = 120.0
 
 
 @pytest.fixture(scope="module")

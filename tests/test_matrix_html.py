@@ -104,7 +104,8 @@ class Chromium:
         self.send, self.receive = to_chromium, from_chromium
         self.buffer, self.events, self.next_id, self.session = b"", [], 0, None
         try:
-            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            # its first answer waits for Chromium to start: 10 s was too little on a machine half as fast as usual (2026-12-03)
+            target = self.call("Target.createTarget", deadline=60, url="about:blank")["targetId"]
             self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         except BaseException:
             self.close()
