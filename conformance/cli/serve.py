@@ -40,7 +40,7 @@ def add_service(command: argparse.ArgumentParser) -> None:
     for name in SERVICE_FIELDS:
         default = DEFAULTS[name]
         command.add_argument(f"--{name.replace('_', '-')}", metavar="N", dest=name,
-                             type=typed(whole_number, "LIFE-SERVE-1", f"{name} must be a positive integer"),
+                             type=typed(whole_number, "LIFE-SERVE-1", f"{name} must be a positive integer of at most 2**63 - 1"),
                              help="with --serve: " + SERVICE_HELP[name].format(default))
 
 
@@ -52,8 +52,8 @@ def whole_number(text: str) -> int:
         value = Decimal(text.strip())
     except InvalidOperation:
         raise ValueError(text) from None
-    if not value.is_finite() or value != value.to_integral_value():
-        raise ValueError(text)
+    if not value.is_finite() or value.adjusted() > 18 or value != value.to_integral_value():
+        raise ValueError(text)  # past 10**19, beyond 2**63 - 1, without building the integer (1e999999999 would take minutes)
     return int(value)
 
 
