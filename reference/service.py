@@ -39,7 +39,7 @@ class ServiceModel:
                 raise ConfigError("LIFE-SERVE-1", f"{name} must be a positive integer of at most 2**63 - 1, not {value!r}")
         if self.max_running > self.step_tokens:  # vLLM 0.33.0 vllm/config/scheduler.py:331-335 refuses it too
             raise ConfigError("LIFE-SERVE-1", f"max_running {self.max_running} is more than step_tokens {self.step_tokens}: "
-                                              "every request decoding takes a token of each step")
+                                              "every request decoding takes a token of each step (give --max-running at most --step-tokens)")
 
     def flop_rate(self) -> int:
         return self.gpus * self.flops_per_second

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kvspec.conformance.certification.block.keep_going import DivergenceReport
     from kvspec.conformance.measurement.sweep import Ablation, Sweep
     from kvspec.reference import ReplayResult
+    from kvspec.reference.service import Served
 
 Line = TypeVar("Line")  # a trace's line, as a TraceRecord or a Request (reference/trace.py)
 
@@ -250,7 +251,7 @@ def progressing(progress: Progress, records: Iterator[tuple[int, Line]], more: C
         progress.close()
 
 
-def write_json(model: Replayed | Sweep | Ablation | DivergenceReport, output: Path | None, spool: Spool | None = None) -> None:
+def write_json(model: Replayed | Served | Sweep | Ablation | DivergenceReport, output: Path | None, spool: Spool | None = None) -> None:
     """REPLAY-TRACE-7: to stdout, or whole to ``output``; never a partial file. A spool's
     per-request lines are copied in chunks, never held in memory."""
     if output is None:

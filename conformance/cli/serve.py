@@ -8,11 +8,11 @@ import json
 import sys
 import textwrap
 from contextlib import nullcontext
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kvspec.conformance.cli.arguments import base_config, typed, with_progress
+from kvspec.conformance.cli.arguments import base_config, typed, with_progress, write_json
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import KvspecError, TraceFile
 from kvspec.reference.serve import served
@@ -88,7 +88,7 @@ def run_served(args: argparse.Namespace, trace: TraceFile, policy: str) -> int:
     with Spool() if args.per_request else nullcontext() as spool:
         add = (lambda line: spool.write(request_json(line))) if spool is not None else None
         result = served(records, config, service, path=trace.path, add=add)
-        write_served(result, args.output, spool)
+        write_json(result, args.output, spool)
     if sys.stderr.isatty():
         print(served_summary(result), file=sys.stderr)
     return 0
@@ -96,35 +96,6 @@ def run_served(args: argparse.Namespace, trace: TraceFile, policy: str) -> int:
 
 def request_json(line: ServedRequest) -> str:
     return textwrap.indent(json.dumps(asdict(line), indent=2), "    ")
-
-
-def served_json(result: Served) -> str:
-    return json.dumps({name: value for name, value in asdict(result).items() if value is not None}, indent=2)
-
-
-def write_served(result: Served, output: Path | None, spool: Spool | None) -> None:
-    """LIFE-SERVE-7's JSON, to stdout or whole to ``output`` (REPLAY-TRACE-7); a spool's lines copied in."""
-    if output is None:
-        write_served_to(result, spool, sys.stdout)
-        return
-    from kvspec.conformance.core.output import written_whole
-
-    with written_whole(output, "--output") as temporary, temporary.open("w", encoding="utf-8") as stream:
-        write_served_to(result, spool, stream)
-
-
-def write_served_to(result: Served, spool: Spool | None, stream: Any) -> None:
-    if spool is None:
-        stream.write(served_json(result) + "\n")
-        return
-    head, tail = served_json(replace(result, per_request=[])).rsplit('"per_request": []', 1)
-    stream.write(head + '"per_request": [')
-    if spool.count:
-        stream.write("\n")
-        for chunk in spool.chunks():
-            stream.write(chunk)
-        stream.write("\n  ")
-    stream.write("]" + tail + "\n")
 
 
 def served_summary(result: Served | ServedResult) -> str:

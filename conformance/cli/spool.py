@@ -13,12 +13,13 @@ import codecs
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import asdict, is_dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, TextIO
 
 from kvspec.reference import KvspecError
 from kvspec.reference.replay import Replayed
+from kvspec.reference.service import Served
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -86,7 +87,7 @@ class Spool:
         self.file.close()
 
 
-def write_result(model: BaseModel | Replayed, spool: Spool | None, stream: TextIO) -> None:
+def write_result(model: BaseModel | Replayed | Served, spool: Spool | None, stream: TextIO) -> None:
     """The JSON of ``model`` to ``stream``; with a spool, ``model`` is without the items of the
     spool's field, its last, and they are copied from the spool. A failure to write to ``stream``
     is its own (an OSError), not the spool's."""
@@ -95,7 +96,7 @@ def write_result(model: BaseModel | Replayed, spool: Spool | None, stream: TextI
         stream.write(as_held(json_text(model) + "\n", held))
         return
     empty = f'"{spool.field}": []'
-    emptied = replace(model, **{spool.field: []}) if isinstance(model, Replayed) else model.model_copy(update={spool.field: []})
+    emptied = replace(model, **{spool.field: []}) if is_dataclass(model) else model.model_copy(update={spool.field: []})
     head, tail = json_text(emptied).rsplit(empty, 1)
     stream.write(as_held(head + f'"{spool.field}": [', held))
     if spool.count:
@@ -119,9 +120,11 @@ def as_held(text: str, unicode: bool) -> str:
     return "".join(c if c.isascii() else json.dumps(c)[1:-1] for c in text)
 
 
-def json_text(model: BaseModel | Replayed) -> str:
+def json_text(model: BaseModel | Replayed | Served) -> str:
     """``model_dump_json(indent=2, exclude_none=True)``; for a Replayed, that of its ReplayResult,
     written by the json module where it writes the same (tests/test_startup.py holds it to that)."""
+    if isinstance(model, Served):  # its fields the json module writes: integers, ASCII names, floats rounded to the microsecond
+        return json.dumps({name: value for name, value in asdict(model).items() if value is not None}, indent=2)
     if not isinstance(model, Replayed):
         from kvspec.conformance.core.output import model_json
 
