@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from . import serve
 from .constants import POLICIES
 from .contracts import ensure, require
 from .dialects import CANONICAL as CANONICAL  # re-exported: the dialect of the canonical spec
 from .dialects import Dialect as Dialect  # re-exported, with it
-from .dialects import EngineCache, dialect_policy, in_catalogue_order, runs_whole
+from .dialects import EngineCache, dialect_for, dialect_policy, in_catalogue_order, runs_whole
 from .errors import ConfigError
 from .fifo import FIFO
 from .lru import LRU
@@ -155,3 +156,16 @@ def replay(records: Iterable[tuple[int, TraceRecord | Request]], config: ReplayC
     from .models import ReplayResult
 
     return ReplayResult(**vars(replayed(records, config, path=path, per_request=per_request, server=server, sink=sink)))
+
+
+def server_for(config: ReplayConfig) -> type[serve.Server]:
+    """spec/lifecycle.md section 6's server of the configuration: the canonical one, or vLLM's pool in
+    its dialect (spec/dialects.md section 9); a ConfigError for a dialect whose lifecycle is not specified."""
+    if not config.dialect:
+        return serve.Server
+    if config.policy == "lru" and config.dialect == dialect_for("lru", "vllm"):
+        from .dialects.in_flight import VllmServer
+
+        return VllmServer
+    raise ConfigError("LIFE-VLLM-1", "a served replay takes the canonical policies and the dialect vllm (exactly: no --variation); "
+                                     "the lifecycles of SGLang and LMCache are not yet specified (spec/dialects.md section 9)")

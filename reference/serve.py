@@ -46,7 +46,7 @@ class Server:
     """LIFE-SERVE-2 to LIFE-SERVE-6: the scheduler and its clock over one Pool."""
 
     def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
-        self.pool, self.service, self.add = Pool.empty(config), service, add
+        self.pool, self.service, self.add = self.empty_pool(config), service, add
         self.block_size = config.block_size
         model = service.model
         self.flops_per_token = 2 * model.parameters  # BEN-MODEL-3: a token at position p costs this and 4 x layers x hidden x p
@@ -66,6 +66,9 @@ class Server:
         small = config.policy == "s3fifo"
         self.result = Served(config.policy, config.block_size, config.small_ratio if small else None, config.max_freq if small else None,
                              config.capacity, {name: getattr(service, name) for name in SERVICE_FIELDS})
+
+    def empty_pool(self, config: ReplayConfig) -> Pool:
+        return Pool.empty(config)
 
     # LIFE-SERVE-2, LIFE-SERVE-3: the server's loop ----------------------------------------------
 
@@ -182,17 +185,27 @@ class Server:
     def slots_for(self, rid: int, tokens: int) -> bool:
         """LIFE-SERVE-5: the request holds slots for ``tokens`` tokens, taking each it lacks by
         LIFE-DECODE-1; each refusal preempts the newest running request. False if it is itself preempted."""
+        while not self.take_slots(rid, tokens):
+            if self.running == [rid]:
+                self.cut_short(rid)
+                return False
+            newest = self.running[-1]
+            self.preempt(newest)
+            if newest == rid:
+                return False
+        return True
+
+    def take_slots(self, rid: int, tokens: int) -> bool:
+        """LIFE-DECODE-1: the slots the request lacks for ``tokens`` tokens, one at a time; False at the
+        first refused (those taken before it are kept)."""
         request = self.pool.requests[rid]
         while slots_for_tokens(request) * self.block_size < tokens:
-            while not self.pool.decode(rid):
-                if self.running == [rid]:
-                    self.cut_short(rid)
-                    return False
-                newest = self.running[-1]
-                self.preempt(newest)
-                if newest == rid:
-                    return False
+            if not self.pool.decode(rid):
+                return False
         return True
+
+    def slots_held(self, rid: int) -> int:
+        return slots_for_tokens(self.pool.requests[rid])
 
     def cut_short(self, rid: int) -> None:
         """LIFE-SERVE-5: refused a slot with no other request running, it finishes with what it has generated."""
@@ -235,11 +248,10 @@ class Server:
 
     def next_event(self, rid: int, state: InService) -> None:
         """The step at which the decoder finishes (LIFE-SERVE-5) or needs its next slot, whichever comes first."""
-        request = self.pool.requests[rid]
         done = self.steps - state.decoding_since
         position, generated = state.position + done, state.generated + done
         to_finish = state.output_length - generated
-        to_slot = slots_for_tokens(request) * self.block_size - position  # steps until a token has no slot
+        to_slot = self.slots_held(rid) * self.block_size - position  # steps until a token has no slot
         heapq.heappush(self.events, (self.steps + min(to_finish, to_slot), 0 if to_finish <= to_slot else 1, rid, state.epoch))
 
     def due_events(self) -> None:
@@ -299,20 +311,25 @@ class Server:
         self.now += self.step_ticks(chunks)
         self.steps += 1
         self.decoding_positions += self.decoders
-        pool, size = self.pool, self.block_size
         for rid, tokens in chunks:
             state = self.in_service[rid]
-            request = pool.requests[rid]
             state.position += tokens
-            done = min(state.position // size, len(request.blocks)) if state.position < state.input_length else len(request.blocks)
-            if done > request.computed:
-                pool.compute(rid, done)  # LIFE-COMPUTE-1
+            self.chunk_computed(rid, state)
             if state.position == state.prefill_end:
                 state.generated += 1
                 if state.generated == state.output_length:
                     self.finish(rid, state)
                 else:
                     self.start_decoding(rid, state)
+
+    def chunk_computed(self, rid: int, state: InService) -> None:
+        """LIFE-SERVE-4: after the step, the request's blocks wholly inside its computed tokens, and all
+        its blocks once its prompt is computed, are computed (LIFE-COMPUTE-1)."""
+        request = self.pool.requests[rid]
+        blocks = len(request.blocks)
+        done = min(state.position // self.block_size, blocks) if state.position < state.input_length else blocks
+        if done > request.computed:
+            self.pool.compute(rid, done)
 
     def decode_stretch(self, until: int | None, one_step: bool = False) -> None:
         """Steps of decoding alone, to the next decoder's event or to the first step that starts at
@@ -355,10 +372,10 @@ def steps_to_reach(first: int, growth: int, gap: int) -> int:
 
 
 def served(records: Iterable[tuple[int, Request]], config: ReplayConfig, service: ServiceModel, *, path: str = "<trace>",
-           add: Callable[[ServedRequest], None] | None = None) -> Served:
+           add: Callable[[ServedRequest], None] | None = None, server: type[Server] = Server) -> Served:
     """LIFE-SERVE-1 to LIFE-SERVE-7: the trace's requests served at their timestamps; each finished
     request's line to ``add``, in the order they finish."""
-    return Server(config, service, add).serve(records, path)
+    return server(config, service, add).serve(records, path)
 
 
 def arrivals_in_order(records: Iterable[tuple[int, Request]], block_size: int, path: str, result: Served) -> Iterator[tuple[int, int, Request]]:

@@ -76,12 +76,14 @@ class Served:
     max_freq: int | None
     cache_capacity_blocks: int
     service: dict[str, int]
+    dialect: list[str] | None = None  # DIALECT-6
     requests: int = 0
     total_hit_tokens: int = 0
     total_prompt_tokens: int = 0
     total_recomputed_tokens: int = 0
     preemptions: int = 0
     cut_short: int = 0
+    refused: int | None = None  # LIFE-VLLM-3, in vLLM's dialect
     uncomputed_tokens: int = 0
     kept_in_main: int | None = None
     peak_referenced_blocks: int = 0

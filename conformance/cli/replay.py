@@ -30,7 +30,7 @@ from kvspec.conformance.cli.arguments import (
     write_json,
 )
 from kvspec.conformance.cli.interruption import unless_interrupted
-from kvspec.conformance.cli.serve import DIALECTS_LATER, add_service, check_alone, run_served
+from kvspec.conformance.cli.serve import add_service, check_alone, run_served
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, make_policy
 from kvspec.reference.caches import replayed
@@ -83,13 +83,12 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.keep_going and args.per_request:
         raise KvspecError("--keep-going writes the requests on which the two differ, not every request's line: leave out --per-request")
     check_alone(args, [(args.adapter, "--adapter: an implementation takes no requests in flight yet (issue 32)"),
-                       (args.keep_going, "--keep-going, which goes with --adapter"),
-                       (args.dialect or args.variation, f"--dialect or --variation: {DIALECTS_LATER}")])
+                       (args.keep_going, "--keep-going, which goes with --adapter")])
     trace = open_trace(args.trace)
     policy = args.policy or only_policy(args.dialect)
-    if args.serve:
-        return run_served(args, trace, policy)
     config = base_config(args, policy, args.capacity, dialect_of(args, policy))
+    if args.serve:
+        return run_served(args, trace, config)
     if args.keep_going:
         return run_keep_going(args, trace, config)
     records = with_progress(trace, trace.requests(), f"replaying {Path(trace.path).name}")

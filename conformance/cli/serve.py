@@ -12,9 +12,9 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvspec.conformance.cli.arguments import base_config, typed, with_progress, write_json
+from kvspec.conformance.cli.arguments import typed, with_progress, write_json
 from kvspec.conformance.cli.spool import Spool
-from kvspec.reference import KvspecError, TraceFile
+from kvspec.reference import KvspecError, ReplayConfig, TraceFile
 from kvspec.reference.serve import served
 from kvspec.reference.service import SERVICE_FIELDS, Served, ServedRequest, ServiceModel
 
@@ -57,9 +57,6 @@ def whole_number(text: str) -> int:
     return int(value)
 
 
-DIALECTS_LATER = "the engines' lifecycles are not yet specified (spec/lifecycle.md serves the canonical policies)"
-
-
 def check_alone(args: argparse.Namespace, refused: list[tuple[object, str]]) -> None:
     """What --serve does not take (each given value with why), and the service options given without it."""
     if args.serve:
@@ -77,17 +74,17 @@ def service_of(args: argparse.Namespace) -> ServiceModel:
     return ServiceModel(**{name: DEFAULTS[name] if getattr(args, name) is None else getattr(args, name) for name in SERVICE_FIELDS})
 
 
-def run_served(args: argparse.Namespace, trace: TraceFile, policy: str) -> int:
+def run_served(args: argparse.Namespace, trace: TraceFile, config: ReplayConfig) -> int:
     """The served replay's result, as JSON, to stdout or whole to --output; its lines through a spool."""
     service = service_of(args)
-    config = base_config(args, policy, args.capacity)
-    from kvspec.reference.caches import make_policy
+    from kvspec.reference.caches import make_policy, server_for
 
     make_policy(config)  # REPLAY-CONF-1 to REPLAY-CONF-3, and the policy's own parameters, before any request
+    server = server_for(config)  # LIFE-VLLM-1: a dialect whose lifecycle is specified
     records = with_progress(trace, trace.requests(), f"serving {Path(trace.path).name}")
     with Spool() if args.per_request else nullcontext() as spool:
         add = (lambda line: spool.write(request_json(line))) if spool is not None else None
-        result = served(records, config, service, path=trace.path, add=add)
+        result = served(records, config, service, path=trace.path, add=add, server=server)
         write_json(result, args.output, spool)
     if sys.stderr.isatty():
         print(served_summary(result), file=sys.stderr)

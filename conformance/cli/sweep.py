@@ -26,7 +26,7 @@ from kvspec.conformance.cli.arguments import (
     summary,
     write_json,
 )
-from kvspec.conformance.cli.serve import DIALECTS_LATER, add_service, check_alone, served_summary, service_of
+from kvspec.conformance.cli.serve import add_service, check_alone, served_summary, service_of
 from kvspec.reference import POLICIES, KvspecError, TraceFile, bundled_trace_path
 from kvspec.reference.constants import DEFAULT_CAPACITIES
 from kvspec.reference.dialects import KNOWN_DIALECTS
@@ -65,8 +65,7 @@ def add(commands: Any) -> None:
 def run_sweep(args: argparse.Namespace) -> None:
     from kvspec.conformance.measurement.sweep import plot, sweep
 
-    check_alone(args, [(args.ablate, "--ablate"), (args.dialect or args.variation, f"--dialect or --variation: {DIALECTS_LATER}"),
-                       (args.beside, f"--beside: {DIALECTS_LATER}")])
+    check_alone(args, [(args.ablate, "--ablate")])
     if args.ablate:
         run_ablation(args)
         return

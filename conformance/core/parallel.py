@@ -28,6 +28,7 @@ from kvspec.conformance.core.job import Finished, Job, T
 from kvspec.conformance.core.processes import Processes
 from kvspec.reference import ReplayConfig, ReplayResult, TraceRecord, replay
 from kvspec.reference.models import ServedResult
+from kvspec.reference.caches import server_for
 from kvspec.reference.serve import served
 from kvspec.reference.service import ServiceModel
 
@@ -55,7 +56,8 @@ def replayed(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, p
 
 def served_replay(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, service: ServiceModel, path: str) -> ServedResult:
     """The reference's served replay of ``config`` (spec/lifecycle.md section 6), as a TraceJob's function."""
-    return ServedResult(**{name: value for name, value in asdict(served(records, config, service, path=path)).items() if name != "per_request"})
+    result = served(records, config, service, path=path, server=server_for(config))
+    return ServedResult(**{name: value for name, value in asdict(result).items() if name != "per_request"})
 
 
 def in_turn(jobs: Sequence[Job[T]]) -> list[T]:

@@ -17,6 +17,7 @@ from kvspec.conformance.measurement.plots import (NEVER_EVICTS, POLICY_STYLES, d
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
 from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
+from kvspec.reference.caches import server_for
 from kvspec.reference.models import ServedResult
 from kvspec.reference.service import ServiceModel
 from kvspec.reference.validation import INT64_MAX
@@ -39,6 +40,7 @@ class ServedPoint(BaseModel):
 
     hit_rate: float
     result: ServedResult
+    beside: str | None = Field(None, description="the known dialect (--beside) this replay was served in, beside the others; else absent")
 
 
 class Sweep(BaseModel):
@@ -99,6 +101,8 @@ def sweep(
                 for name, policy in named for capacity in capacities]
     for config in configs:
         make_policy(config)
+        if service is not None:
+            server_for(config)  # LIFE-VLLM-1: a dialect whose lifecycle is specified, before any replay
     # An LRU as large as any trace can fill never evicts: its hits are every reuse there is.
     configs.append(replace(base, policy="lru", capacity=INT64_MAX, dialect=CANONICAL))
     total = len(configs) + 1
@@ -109,21 +113,26 @@ def sweep(
     jobs.append(TraceJob(f"[{total}/{total}] the offline optimum (Belady's MIN) at every capacity", offline_optima, records,
                          (list(capacities), base.block_size, path)))
     # the served replays first: the one reading that refuses a trace whose timestamps go back (LIFE-SERVE-2) fails before the rest
-    served_configs = configs[:len(policies) * len(capacities)] if service is not None else []
+    served_configs = configs[:-1] if service is not None else []
     jobs[:0] = [TraceJob(f"[served {number}/{len(served_configs)}] {config.policy} at {config.capacity:,} blocks", served_replay, records,
                          (config, service, path)) for number, config in enumerate(served_configs, start=1)]
     results = run(jobs)
     *points, ceiling, optima = results[len(served_configs):]
+    own = len(policies) * len(capacities)
+    besides = [None if n < own else named[(n - own) // len(capacities)][0] for n in range(len(configs) - 1)]
     return Sweep(
         trace=Path(path).name,
         unbounded_hit_rate=hit_rate(ceiling),
         offline_optimum=optima,
-        points=[SweepPoint(hit_rate=hit_rate(result), result=result, beside=None if n < len(policies) * len(capacities)
-                           else named[(n - len(policies) * len(capacities)) // len(capacities)][0]) for n, result in enumerate(points)],
+        points=[SweepPoint(hit_rate=hit_rate(result), result=result, beside=besides[n]) for n, result in enumerate(points)],
         dialect=dialect,
         variations=list(variations) or None,
-        served=[ServedPoint(hit_rate=hit_rate(result), result=result) for result in results[:len(served_configs)]] if service is not None else None,
+        served=[ServedPoint(hit_rate=hit_rate(result), result=result, beside=besides[n])
+                for n, result in enumerate(results[:len(served_configs)])] if service is not None else None,
     )
+
+
+SERVED_LINE = (0, (1, 1))  # densely dotted: apart from the canonical policies' solid lines and the dialects' dashes
 
 
 def plot(result: Sweep, path: Path) -> None:
@@ -137,9 +146,10 @@ def plot(result: Sweep, path: Path) -> None:
         points = [p for p in result.points if (p.beside, p.result.policy) == (name, policy)]
         style = POLICY_STYLES[policy] if name is None else dialect_style(policy, name, named.index(name))
         axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **style)
-    for policy in dict.fromkeys(point.result.policy for point in result.served or []):
-        served = [p for p in result.served or [] if p.result.policy == policy]
-        style = {**POLICY_STYLES[policy], "linestyle": "--", "markerfacecolor": "none", "label": f"{POLICY_STYLES[policy]['label']}, served"}
+    for name, policy in dict.fromkeys((point.beside, point.result.policy) for point in result.served or []):
+        served = [p for p in result.served or [] if (p.beside, p.result.policy) == (name, policy)]
+        solid = POLICY_STYLES[policy] if name is None else dialect_style(policy, name, named.index(name))
+        style = {**solid, "linestyle": SERVED_LINE, "markerfacecolor": "none", "label": f"{solid['label']}, served"}
         axes.plot([p.result.cache_capacity_blocks for p in served], [100 * p.hit_rate for p in served], **style)
     optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
     capacities = [o.cache_capacity_blocks for o in optima]
@@ -156,11 +166,11 @@ def plot(result: Sweep, path: Path) -> None:
 
 
 def under_load(result: Sweep) -> str:
-    """What a title says of the served replays (dashed), on a line of its own; nothing without them."""
+    """What a title says of the served replays (dotted), on a line of its own; nothing without them."""
     if not result.served:
         return ""
     service = result.served[0].result.service
-    return f"\ndashed: served, requests in flight ({service['gpus']} GPUs, {service['step_tokens']:,} tokens a step)"
+    return f"\ndotted: served, requests in flight ({service['gpus']} GPUs, {service['step_tokens']:,} tokens a step)"
 
 
 def in_dialect(result: Sweep) -> str:
