@@ -238,12 +238,13 @@ class Pool:
 
     def release(self, request: Request) -> None:
         """LIFE-FINISH-1, LIFE-PREEMPT-1: the request's references dropped and its held blocks freed."""
+        refs = self.policy.refs
         for h in request.referenced:
-            count = self.policy.refs[h] - 1
+            count = refs[h] - 1
             if count:
-                self.policy.refs[h] = count
+                refs[h] = count
             else:
-                del self.policy.refs[h]
+                del refs[h]
         request.referenced, request.unreferenced = [], set()
         self.held -= request.held
         request.held, request.held_blocks = 0, set()
