@@ -101,8 +101,9 @@ def admit_to_small(cache: "InUseS3FIFO", h: int) -> None:
             insert_to_ghost(cache, victim)  # S3-LIFE-3: M admits nothing, and a promoted entry not in use leaves for G
     if passed:
         put_back_at_head(small, passed)
-    if len(small) < small_cap:
-        small[h] = 0  # S3-ADMIT-S-4; otherwise S3-LIFE-3: not admitted
+        if len(small) >= small_cap:
+            return  # S3-LIFE-3: S is full of entries in use, and h is not admitted
+    small[h] = 0  # S3-ADMIT-S-4 (with none passed over, the drain has made room)
 
 
 def admit_ghost_hit(cache: "InUseS3FIFO", h: int) -> None:
