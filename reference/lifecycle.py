@@ -126,7 +126,7 @@ class Pool:
         references none), or nothing is in use."""
         refs = self.policy.refs
         in_use = self.held + len(refs)
-        return not in_use or sum(1 for h in set(request.blocks) if h not in refs) <= self.capacity - in_use
+        return not in_use or len(set(request.blocks).difference(refs)) <= self.capacity - in_use
 
     @require(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
@@ -138,18 +138,21 @@ class Pool:
             return False  # LIFE-ALLOC-4: refused, nothing changes, and no hit is counted (LIFE-HIT-1)
         self.count_hits(request, k)
         request.hit_blocks = k
-        for h in request.blocks:
-            self.access(request, h)
-        policy, refs = self.policy, self.policy.refs
-        for h in dict.fromkeys(request.blocks):  # LIFE-ALLOC-2: each block once, in order
-            if policy.is_resident(h):
-                request.referenced.append(h)
+        self.access_blocks(request)
+        self.reference_blocks(request)
+        request.running = True
+        return True
+
+    def reference_blocks(self, request: Request) -> None:
+        """LIFE-ALLOC-2: each block once, in order, referenced if it is resident."""
+        is_resident, refs, referenced = self.policy.is_resident, self.policy.refs, request.referenced
+        for h in dict.fromkeys(request.blocks):
+            if is_resident(h):
+                referenced.append(h)
                 refs[h] = refs.get(h, 0) + 1
             else:
                 self.pending.discard(h)  # admitted, then evicted by its own later accesses (LIFE-INV-1: no other pending block can leave)
                 request.unreferenced.add(h)
-        request.running = True
-        return True
 
     def count_hits(self, request: Request, k: int) -> None:
         """LIFE-HIT-1 (the first allocation made counts the hit tokens) and LIFE-HIT-2 (a resumed one, its recomputed tokens)."""
@@ -160,23 +163,29 @@ class Pool:
             before = hit_tokens(request.computed_before, self.block_size, request.input_length)
             request.recomputed_tokens += max(0, before - hits)
 
-    def access(self, request: Request, h: int) -> None:
-        """LIFE-ALLOC-1, LIFE-ALLOC-3: one access; a block not admitted is held, and slots are freed while the pool is over."""
-        policy = self.policy
-        if h in request.held_blocks:
-            return  # LIFE-ALLOC-3: held once, outside the cache, whatever the request names after
-        if policy.is_resident(h):
-            policy.access(h)  # a hit, or a block resident past the prefix (REPLAY-ACCESS-1)
-        else:
-            policy.access(h)
-            if policy.is_resident(h):
-                self.pending.add(h)
+    def access_blocks(self, request: Request) -> None:
+        """LIFE-ALLOC-1, LIFE-ALLOC-3: every block accessed, in order; a block not admitted is held, and
+        slots are freed while the pool is over. (One loop, not a call a block: bench/bench_lifecycle.py.)"""
+        is_resident, access, pending, held_blocks = self.policy.is_resident, self.policy.access, self.pending, request.held_blocks
+        for h in request.blocks:
+            if h in held_blocks:
+                continue  # LIFE-ALLOC-3: held once, outside the cache, whatever the request names after
+            if is_resident(h):
+                access(h)  # a hit, or a block resident past the prefix (REPLAY-ACCESS-1)
             else:
-                request.held_blocks.add(h)
-                request.held += 1
-                self.held += 1
-        if self.held:  # with none held, the policy's own sizes keep it within the pool (S3-INV-1, S3-INV-2, LRU-CAP-1, FIFO-CAP-1)
-            self.make_room()
+                access(h)
+                if is_resident(h):
+                    pending.add(h)
+                else:
+                    self.hold(request, h)
+            if self.held:  # with none held, the policy's own sizes keep it within the pool (S3-INV-1, S3-INV-2, LRU-CAP-1, FIFO-CAP-1)
+                self.make_room()
+
+    def hold(self, request: Request, h: int) -> None:
+        """LIFE-ALLOC-3: a block not admitted, held outside the cache."""
+        request.held_blocks.add(h)
+        request.held += 1
+        self.held += 1
 
     def make_room(self) -> None:
         """LIFE-ALLOC-3, LIFE-EVICT-2: while the pool is over its capacity, a slot is freed."""
@@ -229,12 +238,13 @@ class Pool:
 
     def release(self, request: Request) -> None:
         """LIFE-FINISH-1, LIFE-PREEMPT-1: the request's references dropped and its held blocks freed."""
+        refs = self.policy.refs
         for h in request.referenced:
-            count = self.policy.refs[h] - 1
+            count = refs[h] - 1
             if count:
-                self.policy.refs[h] = count
+                refs[h] = count
             else:
-                del self.policy.refs[h]
+                del refs[h]
         request.referenced, request.unreferenced = [], set()
         self.held -= request.held
         request.held, request.held_blocks = 0, set()

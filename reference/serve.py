@@ -336,9 +336,11 @@ class Server:
         or after ``until`` ticks (an arrival), whichever is first (or ``one_step``): summed in closed form."""
         steps = 1 if one_step else self.events[0][0] - self.steps
         first, growth = self.stretch_ticks()
-        if until is not None:
-            steps = min(steps, steps_to_reach(first, growth, until - self.now))
-        self.now += steps * first + growth * steps * (steps - 1) // 2
+        # the root only when the stretch's last step would start at or after the arrival: the event came first in 19,305 of the
+        # conversation trace's 19,367 stretches at 4,096 blocks, where steps_to_reach took 4 to 6 % of the served replay's time
+        if until is not None and stretch_sum(first, growth, steps - 1) >= until - self.now:
+            steps = steps_to_reach(first, growth, until - self.now)
+        self.now += stretch_sum(first, growth, steps)
         self.steps += steps
         self.decoding_positions += self.decoders * steps
 
@@ -355,6 +357,11 @@ def slots_for_tokens(request: PoolRequest) -> int:
     return len(request.blocks) + request.held - len(request.held_blocks)
 
 
+def stretch_sum(first: int, growth: int, steps: int) -> int:
+    """The ticks of ``steps`` steps of ticks first, first + growth, ...: the closed form of LIFE-SERVE-6's sum."""
+    return steps * first + growth * steps * (steps - 1) // 2
+
+
 def steps_to_reach(first: int, growth: int, gap: int) -> int:
     """The fewest steps, at least one, of ticks first, first + growth, ... that last ``gap`` ticks or more."""
     if gap <= first:
@@ -364,9 +371,9 @@ def steps_to_reach(first: int, growth: int, gap: int) -> int:
     # n x first + growth x n(n - 1) / 2 >= gap: the root of the quadratic, then the integer beside it
     half = 2 * first - growth
     n = max(1, (isqrt(half * half + 8 * growth * gap) - half) // (2 * growth))
-    while n * first + growth * n * (n - 1) // 2 < gap:
+    while stretch_sum(first, growth, n) < gap:
         n += 1
-    while n > 1 and (n - 1) * first + growth * (n - 1) * (n - 2) // 2 >= gap:
+    while n > 1 and stretch_sum(first, growth, n - 1) >= gap:
         n -= 1
     return n
 

@@ -80,10 +80,10 @@ class SameStepRegistration(Pool):
 class EvictsInUse(Pool):
     """vLLM #37076, LMCache #222: eviction that does not look at reference counts."""
 
-    def access(self, request: Request, h: int) -> None:
+    def access_blocks(self, request: Request) -> None:
         refs, self.policy.refs = self.policy.refs, {}
         try:
-            super().access(request, h)
+            super().access_blocks(request)
         finally:
             self.policy.refs = refs
 
