@@ -45,8 +45,10 @@ class InService:
 class Server:
     """LIFE-SERVE-2 to LIFE-SERVE-6: the scheduler and its clock over one Pool."""
 
-    def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
-        self.pool, self.service, self.add = Pool.empty(config), service, add
+    def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None,
+                 pool: Pool | None = None) -> None:
+        # ``pool``: another cache's pool with Pool's operations, the benefit policy's (spec/lifecycle.md LIFE-BEN-1)
+        self.pool, self.service, self.add = pool if pool is not None else Pool.empty(config), service, add
         self.block_size = config.block_size
         model = service.model
         self.flops_per_token = 2 * model.parameters  # BEN-MODEL-3: a token at position p costs this and 4 x layers x hidden x p
