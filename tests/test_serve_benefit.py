@@ -63,6 +63,20 @@ def test_LIFE_BEN_4_an_entry_holding_a_referenced_block_is_pinned_and_the_next_v
     assert pool.policy.resident_count() + pool.held == 4 and pool.held == 2  # blocks 9 and 6, held to compute
 
 
+def test_LIFE_BEN_3_an_allocation_making_room_keeps_the_entry_it_hits() -> None:
+    """LIFE-BEN-3, LIFE-BEN-4: request 4 hits entry 2's blocks, and needs a slot for block 8 while request 3 holds block
+    7: entry 2, the older without a hit, would be the victim; pinned for request 4's own hits, entry 5 goes instead."""
+    pool = pool_of(4)
+    served_alone(pool, 1, [1, 2], 8)
+    served_alone(pool, 2, [5], 4)
+    pool.arrive(3, [7], 4)
+    assert pool.allocate(3)
+    pool.arrive(4, [1, 2, 8], 12)
+    assert pool.benefit.choose_victims(BLOCK).keys == (2,) and pool.pinned([1, 2]) == frozenset({2})
+    assert pool.allocate(4) and pool.requests[4].hit_blocks == 2
+    assert set(pool.benefit.entries) == {2} and pool.policy.refs == {1: 1, 2: 1} and pool.benefit.entries[2].hits == 1
+
+
 def test_LIFE_BEN_5_room_that_only_a_pinned_entry_could_make_is_refused_and_changes_nothing() -> None:
     """LIFE-BEN-3, LIFE-BEN-5: at 3 slots request 3 runs alone beyond them (3 resident + 1 held); request 4 needs two
     blocks' room, entry 5 alone frees one, entry 2 is pinned: refused, nothing removed, no hit counted. When request 3

@@ -4,7 +4,7 @@ as a server runs a trace, with requests in flight, by the server of section 6 (r
 A BenefitPool is a Pool (reference/lifecycle.py) whose cache is the policy's ledger: its resident
 blocks are the ledger's segments, and the blocks a running request computes that the ledger does
 not hold are the request's own, held outside the cache (LIFE-BEN-1). The policy selects; the pool
-removes (BEN-REMOVE-1), passing as ``pinned`` every entry that holds a block a running request
+removes (BEN-REMOVE-1), passing as ``pinned`` entries that hold every block a running request
 references (LIFE-BEN-4). Pinned-never-evicted and computed-before-hit are its contracts.
 """
 
@@ -87,23 +87,33 @@ class BenefitPool(Pool):
         """LIFE-BEN-2: BEN-PREFIX-2's k, the longest prefix in the ledger; it changes nothing."""
         return prefix_hit_blocks(self.waiting(rid).blocks, self.benefit.ledger.__contains__)
 
-    def pinned(self) -> frozenset[int]:
-        """LIFE-BEN-4: every entry that holds a block a running request references."""
-        ledger = self.benefit.ledger
-        return frozenset(key for h in self.policy.refs for key in ledger[h].refs)
+    def pinned(self, hits: Iterable[int] = ()) -> frozenset[int]:
+        """LIFE-BEN-4: for each running request (and the ``hits`` of the allocation making room), from its last
+        referenced block back, an entry that holds each block no entry chosen so far holds: the one keyed by the
+        block, or else the first that references it."""
+        entries, ledger = self.benefit.entries, self.benefit.ledger
+        pinned: set[int] = set()
+        covered: set[int] = set()
+        for referenced in [*(request.referenced for request in self.requests.values()), list(hits)]:
+            for h in reversed(referenced):
+                if h not in covered:
+                    key = h if h in entries else next(iter(ledger[h].refs))
+                    pinned.add(key)
+                    covered.update(entries[key].segments)
+        return frozenset(pinned)
 
     def over(self, slots: int) -> int:
         """The bytes by which resident and held blocks, and ``slots`` more, exceed the capacity (LIFE-BEN-1)."""
         return self.benefit.held + (self.held + slots) * self.model.block_bytes(self.block_size) - self.capacity_bytes
 
     @ensure(lambda self, result: referenced_in_ledger(self), "LIFE-BEN-4: a referenced block is never a victim")
-    def make_room(self, slots: int) -> bool:  # type: ignore[override]
-        """LIFE-BEN-5: room for ``slots`` more blocks, all or nothing: choose_victims with the pinned entries, and
-        its victims removed only if they free enough."""
+    def make_room(self, slots: int, hits: Iterable[int] = ()) -> bool:  # type: ignore[override]
+        """LIFE-BEN-5: room for ``slots`` more blocks, all or nothing: choose_victims with the pinned entries (those
+        of an allocation's own ``hits`` among them, LIFE-BEN-3), and its victims removed only if they free enough."""
         to_free = self.over(slots)
         if to_free <= 0:
             return True
-        pinned = self.pinned()
+        pinned = self.pinned(hits)
         victims = self.benefit.choose_victims(to_free, pinned)
         if victims.freed < to_free:
             return False  # LIFE-BEN-5: nothing changes
@@ -114,21 +124,21 @@ class BenefitPool(Pool):
     @require(lambda self: within_pool(self), "LIFE-BEN-1")
     @ensure(lambda self: within_pool(self) and referenced_in_ledger(self), "LIFE-BEN-1, LIFE-BEN-4")
     def allocate(self, rid: int) -> bool:
-        """LIFE-BEN-3: hits recorded (BEN-PREFIX-3), the blocks in the ledger referenced, the others held
-        to be computed; room made for them beside other requests, or none made when nothing is in use."""
+        """LIFE-BEN-3: hits recorded (BEN-PREFIX-3), the hit blocks referenced, the others held to be computed;
+        room made for them beside other requests, or none made when nothing is in use."""
         request = self.waiting(rid)
         k = self.lookup(rid)
-        ledger = self.benefit.ledger
-        new = [h for h in dict.fromkeys(request.blocks) if h not in ledger]
+        hits = dict.fromkeys(request.blocks[:k])
+        new = [h for h in dict.fromkeys(request.blocks) if h not in hits]
         in_use = self.held or self.policy.refs
-        if in_use and not self.make_room(len(new)):
+        if in_use and not self.make_room(len(new), hits):
             return False  # LIFE-BEN-3, LIFE-ALLOC-4: refused, nothing changes, no hit counted (LIFE-HIT-1)
         self.count_hits(request, k)
         request.hit_blocks = k
         self.record_hits(request, k)
         view = self.policy
         for h in dict.fromkeys(request.blocks):  # LIFE-ALLOC-2: each block once
-            if h in ledger:
+            if h in hits:
                 request.referenced.append(h)
                 view.refs[h] = view.refs.get(h, 0) + 1
             else:
