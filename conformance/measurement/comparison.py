@@ -294,5 +294,5 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
         axes.grid(True, alpha=0.3)
     legend_outside(drawn, rate, fontsize="small")
     drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}"
-                   + ("; dashed: served, requests in flight" if result.served else ""))
+                   + ("\ndashed: served, requests in flight (spec/lifecycle.md sections 6 and 7)" if result.served else ""))
     save(drawn, path)
