@@ -158,7 +158,7 @@ print(json.dumps([row.hit_tokens, served.total_hit_tokens, served.requests, row.
 
 
 def test_LIFE_BEN_8_one_request_at_a_time_served_is_compares_benefit_row_on_the_conversation_trace() -> None:
-    """At 16 GiB (256 blocks, where the ledger fills and the policy evicts after nearly every offer): the served hit
+    """At 16 GiB (256 blocks, which the ledger fills: its peak is all of them, and the policy evicts): the served hit
     tokens are those of `kvspec compare TRACE`'s benefit row (in a process of its own without contracts, as the
     full-trace replays run)."""
     run = subprocess.run([sys.executable, "-c", LIMIT, "conversation_trace.jsonl.gz", str(16 * 2**30)], capture_output=True,

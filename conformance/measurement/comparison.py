@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, served_replay
+from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, served_replay, served_result
 from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import (POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside, on_trace, save,
@@ -112,17 +112,13 @@ def served_side(records: Any, policy: str, capacity: int, service: ServiceModel,
     policy by section 6 at ⌊capacity / block bytes⌋ blocks (BEN-PREFIX-6)."""
     if policy == "benefit":
         served = served_benefit(records, capacity, service, block_size=block_size, path=path, policy_class=IndexedBenefitPolicy)
-        result = ServedResult(**served_fields(served))
+        result = served_result(served)
     else:
-        result = served_replay(records, ReplayConfig(policy, capacity // service.model.block_bytes(block_size), block_size), service, path)  # type: ignore[arg-type]
+        blocks = capacity // service.model.block_bytes(block_size)  # BEN-PREFIX-6
+        result = served_replay(records, ReplayConfig(policy, blocks, block_size), service, path)  # type: ignore[arg-type]
     rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
     return ServedSide(capacity_bytes=capacity, hit_rate=rate, result=result)
 
-
-def served_fields(served: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return {name: value for name, value in asdict(served).items() if name != "per_request"}
 
 
 class TraceComparison(BaseModel):
