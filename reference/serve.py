@@ -45,10 +45,8 @@ class InService:
 class Server:
     """LIFE-SERVE-2 to LIFE-SERVE-6: the scheduler and its clock over one Pool."""
 
-    def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None,
-                 pool: Pool | None = None) -> None:
-        # ``pool``: another cache's pool with Pool's operations, the benefit policy's (spec/lifecycle.md LIFE-BEN-1)
-        self.pool, self.service, self.add = pool if pool is not None else Pool.empty(config), service, add
+    def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
+        self.pool, self.service, self.add = self.empty_pool(config), service, add
         self.block_size = config.block_size
         model = service.model
         self.flops_per_token = 2 * model.parameters  # BEN-MODEL-3: a token at position p costs this and 4 x layers x hidden x p
@@ -68,6 +66,9 @@ class Server:
         small = config.policy == "s3fifo"
         self.result = Served(config.policy, config.block_size, config.small_ratio if small else None, config.max_freq if small else None,
                              config.capacity, {name: getattr(service, name) for name in SERVICE_FIELDS})
+
+    def empty_pool(self, config: ReplayConfig) -> Pool:
+        return Pool.empty(config)
 
     # LIFE-SERVE-2, LIFE-SERVE-3: the server's loop ----------------------------------------------
 

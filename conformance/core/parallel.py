@@ -29,7 +29,7 @@ from kvspec.conformance.core.processes import Processes
 from kvspec.reference import ReplayConfig, ReplayResult, TraceRecord, replay
 from kvspec.reference.models import ServedResult
 from kvspec.reference.serve import served
-from kvspec.reference.service import Served, ServiceModel
+from kvspec.reference.service import ServiceModel
 
 Records = Callable[[str], Iterable[tuple[int, TraceRecord]]]  # a trace's records, read afresh for the job a label names
 
@@ -55,12 +55,7 @@ def replayed(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, p
 
 def served_replay(records: Iterable[tuple[int, TraceRecord]], config: ReplayConfig, service: ServiceModel, path: str) -> ServedResult:
     """The reference's served replay of ``config`` (spec/lifecycle.md section 6), as a TraceJob's function."""
-    return served_result(served(records, config, service, path=path))
-
-
-def served_result(result: Served) -> ServedResult:
-    """A served replay's result without its per-request lines, as the JSON writes it (LIFE-SERVE-7)."""
-    return ServedResult(**{name: value for name, value in asdict(result).items() if name != "per_request"})
+    return ServedResult(**{name: value for name, value in asdict(served(records, config, service, path=path)).items() if name != "per_request"})
 
 
 def in_turn(jobs: Sequence[Job[T]]) -> list[T]:

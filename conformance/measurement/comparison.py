@@ -5,13 +5,14 @@ in the dialects asked for (spec/dialects.md), the offline optimum and a cache th
 as a table, JSON and a plot."""
 
 import math
+from dataclasses import asdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, served_replay, served_result
+from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, served_replay
 from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import (POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside, on_trace, save,
@@ -112,7 +113,7 @@ def served_side(records: Any, policy: str, capacity: int, service: ServiceModel,
     policy by section 6 at ⌊capacity / block bytes⌋ blocks (BEN-PREFIX-6)."""
     if policy == "benefit":
         served = served_benefit(records, capacity, service, block_size=block_size, path=path, policy_class=IndexedBenefitPolicy)
-        result = served_result(served)
+        result = ServedResult(**{name: value for name, value in asdict(served).items() if name != "per_request"})  # as served_replay's
     else:
         blocks = capacity // service.model.block_bytes(block_size)  # BEN-PREFIX-6
         result = served_replay(records, ReplayConfig(policy, blocks, block_size), service, path)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, replayed, served_replay
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import (NEVER_EVICTS, POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside,
-                                                  on_trace, save, served_style)
+                                                  on_trace, save)
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
 from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
@@ -139,7 +139,8 @@ def plot(result: Sweep, path: Path) -> None:
         axes.plot([p.result.cache_capacity_blocks for p in points], [100 * p.hit_rate for p in points], **style)
     for policy in dict.fromkeys(point.result.policy for point in result.served or []):
         served = [p for p in result.served or [] if p.result.policy == policy]
-        axes.plot([p.result.cache_capacity_blocks for p in served], [100 * p.hit_rate for p in served], **served_style(policy))
+        style = {**POLICY_STYLES[policy], "linestyle": "--", "markerfacecolor": "none", "label": f"{POLICY_STYLES[policy]['label']}, served"}
+        axes.plot([p.result.cache_capacity_blocks for p in served], [100 * p.hit_rate for p in served], **style)
     optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
     capacities = [o.cache_capacity_blocks for o in optima]
     draw_ceilings(axes, capacities, [100 * o.hit_rate for o in optima], 100 * result.unbounded_hit_rate)

@@ -16,6 +16,7 @@ from ..errors import ConfigError, KvspecError
 from ..lifecycle import Pool, Request
 from ..replay import ReplayConfig
 from ..request import prefix_hit_blocks
+from ..serve import Server
 from ..service import Served, ServedRequest, ServiceModel
 from ..trace import Request as TraceRequest
 from .config import BenefitConfig
@@ -225,9 +226,17 @@ def served_benefit(records: Iterable[tuple[int, TraceRequest]], capacity_bytes: 
                    policy_class: Callable[[BenefitConfig], BenefitPolicy] = BenefitPolicy) -> Served:
     """LIFE-BEN-1 to LIFE-BEN-8: the trace served by section 6's server over the benefit policy's prefix cache at
     ``capacity_bytes`` (the reference's policy, or another with its operations that ``policy_class`` builds)."""
-    from ..serve import Server
-
     pool = BenefitPool.of(capacity_bytes, block_size, service.model, policy_class)
-    server = Server(ReplayConfig("lru", pool.capacity, block_size), service, add, pool=pool)
-    server.result.policy = "benefit"
-    return server.serve(records, path)
+    return BenefitServer(pool, service, add).serve(records, path)
+
+
+class BenefitServer(Server):
+    """Section 6's server over a BenefitPool (LIFE-BEN-1): its result names the benefit policy."""
+
+    def __init__(self, pool: BenefitPool, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
+        self.benefit_pool = pool
+        super().__init__(ReplayConfig("lru", pool.capacity, pool.block_size), service, add)
+        self.result.policy = "benefit"
+
+    def empty_pool(self, config: ReplayConfig) -> Pool:
+        return self.benefit_pool
