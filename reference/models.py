@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .constants import PolicyName
+from .constants import AnyPolicyName, PolicyName
 from .errors import TraceError
 from .validation import INT64_MAX, INT64_MIN
 
@@ -136,7 +136,7 @@ class ServedResult(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    policy: PolicyName
+    policy: AnyPolicyName = Field(description="a block policy, or the benefit policy's prefix cache (LIFE-BEN-1)")
     block_size: int = Field(ge=1, le=INT64_MAX)
     small_ratio: float | None = None
     max_freq: int | None = Field(None, ge=0, le=INT64_MAX)

@@ -19,6 +19,7 @@ from kvspec.conformance.cli.arguments import (
     subcommand,
     typed,
 )
+from kvspec.conformance.cli.serve import DIALECTS_LATER, add_service, check_alone, service_of
 from kvspec.reference import KvspecError
 from kvspec.reference.dialects import dialect_for
 from kvspec.reference.validation import INT64_MAX
@@ -55,6 +56,7 @@ def add(commands: Any) -> None:
     add_plot(versus, "the comparison")
     add_output(versus, "also write the rows as JSON here")
     add_jobs(versus, "the replays of TRACE")
+    add_service(versus)
     versus.set_defaults(handler=run_compare)
 
 
@@ -62,6 +64,9 @@ def run_compare(args: argparse.Namespace) -> None:
     from kvspec.conformance.core.output import model_json, write_text, written_whole
     from kvspec.conformance.measurement import comparison
 
+    check_alone(args, [(args.dialect or args.variation, f"--dialect or --variation: {DIALECTS_LATER}")])
+    if args.serve and args.trace is None:
+        raise KvspecError("--serve serves a Mooncake trace's requests at their timestamps: give a TRACE (the seeded traces have none)")
     capacities = args.capacity_bytes or []
     for capacity in capacities:
         if not 1 <= capacity <= INT64_MAX:  # the policy's byte budgets are 64-bit counts (BEN-CONF-1)
@@ -75,8 +80,10 @@ def run_compare(args: argparse.Namespace) -> None:
         with job_workers(args) as workers:
             result: comparison.Comparison | comparison.TraceComparison = comparison.run_trace(
                 trace_records(trace, workers), trace.path, capacities or list(comparison.DEFAULT_TRACE_CAPACITIES), dialects=dialects,
-                run=workers.run)
+                run=workers.run, service=service_of(args) if args.serve else None)
         print(comparison.trace_table(result))
+        if result.served is not None:
+            print(comparison.served_table(result))
     else:
         if args.dialect or args.variation:
             raise KvspecError("--dialect and --variation replay a Mooncake trace's block policies in a dialect; they need a TRACE")

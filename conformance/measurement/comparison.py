@@ -5,20 +5,26 @@ in the dialects asked for (spec/dialects.md), the offline optimum and a cache th
 as a table, JSON and a plot."""
 
 import math
+from dataclasses import asdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn
+from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, served_replay
 from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
-from kvspec.conformance.measurement.plots import POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside, on_trace, save
+from kvspec.conformance.measurement.plots import (POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside, on_trace, save,
+                                                  served_style)
 from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
+from kvspec.reference.benefit.served import served_benefit
 from kvspec.reference.dialects import Dialect, in_catalogue_order
+from kvspec.reference.models import ServedResult
+from kvspec.reference.replay import ReplayConfig
+from kvspec.reference.service import ServiceModel
 from kvspec.reference.validation import INT64_MAX
 
 
@@ -92,6 +98,30 @@ class DialectSide(BaseModel):
     side: PrefixSide
 
 
+class ServedSide(BaseModel):
+    """One policy served at one byte capacity (spec/lifecycle.md sections 6 and 7): its hit rate and its result."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    capacity_bytes: int
+    hit_rate: float = Field(description="total_hit_tokens / total_prompt_tokens; 0 for a trace without requests")
+    result: ServedResult
+
+
+def served_side(records: Any, policy: str, capacity: int, service: ServiceModel, block_size: int, path: str) -> ServedSide:
+    """A TraceJob's function: the benefit policy served by LIFE-BEN-1 to LIFE-BEN-8 (indexed, as its replay is), or a block
+    policy by section 6 at ⌊capacity / block bytes⌋ blocks (BEN-PREFIX-6)."""
+    if policy == "benefit":
+        served = served_benefit(records, capacity, service, block_size=block_size, path=path, policy_class=IndexedBenefitPolicy)
+        result = ServedResult(**{name: value for name, value in asdict(served).items() if name != "per_request"})  # as served_replay's
+    else:
+        blocks = capacity // service.model.block_bytes(block_size)  # BEN-PREFIX-6
+        result = served_replay(records, ReplayConfig(policy, blocks, block_size), service, path)  # type: ignore[arg-type]
+    rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
+    return ServedSide(capacity_bytes=capacity, hit_rate=rate, result=result)
+
+
+
 class TraceComparison(BaseModel):
     """BEN-PREFIX-7 for every policy at every capacity, canonical and in each dialect asked for,
     with the cost model that priced it, and the two ceilings of the hit rate."""
@@ -108,6 +138,8 @@ class TraceComparison(BaseModel):
                     "optimum (conformance/measurement/offline_optimum.py says when it bounds prefix hits)")
     sides: list[PrefixSide]
     dialect_sides: list[DialectSide] = Field(description="each dialect's policies at each capacity, in the order the dialects were asked for")
+    served: list[ServedSide] | None = Field(
+        None, description="with --serve: each policy at each capacity served as a server runs it, in the sides' order; else absent")
 
 
 # A dialect as run_trace takes it: its name as asked for, and the dialect of each policy it has.
@@ -115,12 +147,14 @@ DialectPolicies = tuple[str, Mapping[str, Dialect]]
 
 
 def run_trace(records: Records, path: str, capacities: list[int], block_size: int = 512, model: Model = Model(),
-              dialects: Sequence[DialectPolicies] = (), run: Run = in_turn) -> TraceComparison:
+              dialects: Sequence[DialectPolicies] = (), run: Run = in_turn, service: ServiceModel | None = None) -> TraceComparison:
     """Every policy of BEN-PREFIX-6 at every capacity (the benefit policy indexed, as in ``run``), then each of
     ``dialects``' policies, then the offline optimum and a cache that never evicts from one more reading;
     ``records(label)`` reads the trace afresh. Each replay is an independent job, which ``run`` runs as
     kvspec sweep's (conformance/core/parallel.py); every configuration is checked before ``run`` is
-    called, so that one the spec refuses fails at once, before a cluster is sought."""
+    called, so that one the spec refuses fails at once, before a cluster is sought. With a ``service``,
+    every policy at every capacity is also served (spec/lifecycle.md sections 6 and 7), first, as
+    `kvspec sweep --serve` serves first: the one reading that refuses a trace whose timestamps go back fails before the rest."""
     capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
     jobs: list[TraceJob[Any]] = []
     dialect_of: list[tuple[str, Dialect] | None] = []  # each replay's dialect, as asked for; None for the canonical sides
@@ -142,12 +176,20 @@ def run_trace(records: Records, path: str, capacities: list[int], block_size: in
         job.function((), *job.arguments)
     jobs.append(TraceJob(f"{Path(path).name}, the offline optimum and a cache that never evicts", offline_optima, records,
                          ([*blocks, INT64_MAX], block_size, path)))
-    *replays, (*optima, never_evicts) = run(jobs)
+    served_jobs = [TraceJob(f"{Path(path).name}, {policy} served at {capacity / GIB:g} GiB", served_side, records,
+                            (policy, capacity, service, block_size, path))
+                   for capacity in capacities for policy in PREFIX_POLICIES] if service is not None else []
+    served, (*replays, (*optima, never_evicts)) = split(run([*served_jobs, *jobs]), len(served_jobs))
     sides = [side for side, asked in zip(replays, dialect_of, strict=True) if asked is None]
     dialect_sides = [DialectSide(dialect=asked[0], variations=in_catalogue_order(asked[1]), side=side)
                      for side, asked in zip(replays, dialect_of, strict=True) if asked is not None]
     return TraceComparison(trace=Path(path).name, model=model.name, block_size=block_size, block_bytes=model.block_bytes(block_size),
-                           unbounded_hit_rate=never_evicts.hit_rate, offline_optimum=optima, sides=sides, dialect_sides=dialect_sides)
+                           unbounded_hit_rate=never_evicts.hit_rate, offline_optimum=optima, sides=sides, dialect_sides=dialect_sides,
+                           served=served if service is not None else None)
+
+
+def split(results: list[Any], count: int) -> tuple[list[Any], list[Any]]:
+    return results[:count], results[count:]
 
 
 def hit_rate(side: PrefixSide) -> float:
@@ -186,6 +228,21 @@ def trace_table(result: TraceComparison) -> str:
     return "\n".join(lines)
 
 
+def served_table(result: TraceComparison) -> str:
+    """With --serve: each policy's hit rate one request at a time beside its hit rate served, and what serving cost."""
+    one_at_a_time = {(side.policy, side.capacity_bytes): side for side in result.sides}
+    width = max(len(policy) for policy in PREFIX_POLICIES)
+    lines = ["served as a server runs the trace (spec/lifecycle.md sections 6 and 7) beside one request at a time:",
+             f"{'capacity':>10} {'policy':<{width}} {'one at a time':>14} {'served':>9} {'preemptions':>12} {'recomputed':>12} "
+             f"{'peak referenced':>16} {'mean wait (s)':>14}"]
+    for served in result.served or []:
+        alone, run = one_at_a_time[(served.result.policy, served.capacity_bytes)], served.result
+        lines.append(f"{served.capacity_bytes / GIB:>6g} GiB {run.policy:<{width}} {rate_text(alone):>14} "
+                     f"{served.hit_rate:>9.2%} {run.preemptions:>12,} {run.total_recomputed_tokens:>12,} "
+                     f"{run.peak_referenced_blocks:>16,} {run.mean_waiting_ms / 1000:>14,.2f}")
+    return "\n".join(lines)
+
+
 def ceiling_text(rate: float, result: TraceComparison) -> str:
     """A ceiling's hit rate; n/a for a trace without requests, as for the policies."""
     return f"{rate:.2%}" if result.sides and result.sides[0].prompt_tokens else "n/a"
@@ -210,6 +267,13 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
         rate.plot(gib, [100 * hit_rate(side) for side in sides], **style)
+    for policy in PREFIX_POLICIES:  # served, dashed beside the solid line one request at a time (as kvspec sweep --serve draws it)
+        served = [s for s in result.served or [] if s.result.policy == policy]
+        if served:
+            rate.plot([s.capacity_bytes / GIB for s in served], [100 * s.hit_rate for s in served],
+                      **served_style(policy))
+    for style, sides in lines:
+        gib = [side.capacity_bytes / GIB for side in sides]
         saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **style)
         gain.plot(gib, [100 * (hit_rate(side) - lru[side.capacity_bytes]) for side in sides], **style)
     capacities = list(dict.fromkeys(side.capacity_bytes / GIB for side in result.sides))
@@ -226,5 +290,6 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
         axes.set_title(title)
         axes.grid(True, alpha=0.3)
     legend_outside(drawn, rate, fontsize="small")
-    drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}")
+    drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}"
+                   + ("\ndashed: served, requests in flight (spec/lifecycle.md sections 6 and 7)" if result.served else ""))
     save(drawn, path)

@@ -23,6 +23,13 @@ NEVER_EVICTS = {"color": "grey", "linestyle": "--"}
 DIALECT_LINES = ("--", ":", "-.", (0, (10, 3)), (0, (5, 1, 1, 1, 1, 1)), (0, (3, 1, 3, 1, 1, 1)))
 
 
+def served_style(policy: str) -> dict[str, object]:
+    """A served replay's line (spec/lifecycle.md sections 6 and 7): its policy's colour and marker, dashed and hollow,
+    beside the solid line of the replay one request at a time."""
+    style = POLICY_STYLES[policy]
+    return {**style, "linestyle": "--", "markerfacecolor": "none", "label": f"{style['label']}, served"}
+
+
 def dialect_style(policy: str, dialect: str, index: int) -> dict[str, object]:
     """A dialect's line of ``policy``: the policy's colour and marker, hollow, the ``index``-th dash, the dialect named."""
     return {**POLICY_STYLES[policy], "linestyle": DIALECT_LINES[index % len(DIALECT_LINES)], "markerfacecolor": "none",
