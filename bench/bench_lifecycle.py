@@ -24,7 +24,8 @@ from pathlib import Path
 os.environ["KVSPEC_CONTRACTS"] = "0"
 
 from kvspec.reference import ReplayConfig, TraceFile, bundled_trace_path  # noqa: E402
-from kvspec.reference.caches import make_policy  # noqa: E402
+from kvspec.reference.caches import make_policy, server_for  # noqa: E402
+from kvspec.reference.dialects import dialect_for  # noqa: E402
 from kvspec.reference.lifecycle import Pool  # noqa: E402
 from kvspec.reference.replay import hit_tokens  # noqa: E402
 from kvspec.reference.request import step  # noqa: E402
@@ -54,8 +55,22 @@ def replay(config: ReplayConfig, records: Records) -> int:
 
 
 def serving(requests: list[tuple[int, Request]]) -> Callable[[ReplayConfig, Records], int]:
-    """The served replay of the trace's requests (timestamps and output lengths with them): its total hit tokens."""
-    return lambda config, records: served(requests, config, ServiceModel()).total_hit_tokens
+    """The served replay of the trace's requests (timestamps and output lengths with them), over the
+    configuration's pool (vLLM's in its dialect, spec/dialects.md section 9): its total hit tokens."""
+    return lambda config, records: served(requests, config, ServiceModel(), server=server_for(config)).total_hit_tokens
+
+
+def vllm_row(config: ReplayConfig, records: Records, requests: list[tuple[int, Request]], rounds: int, repeat: int) -> dict:
+    """The engine replay in vLLM's dialect (LRU-DIALECT-6) and the served replay over vLLM's pool; no lifecycle one at a time."""
+    times = {"replay": float("inf"), "served": float("inf")}
+    totals: dict[str, int] = {}
+    for _ in range(rounds):
+        for name, run in (("replay", replay), ("served", serving(requests))):
+            seconds, totals[name] = best_time(run, config, records, repeat)
+            times[name] = min(times[name], seconds)
+    return {"policy": "lru (vllm)", "capacity": config.capacity, "lifecycle_s": None, "replay_s": round(times["replay"], 4), "ratio": None,
+            "hit_tokens": totals["replay"], "served_s": round(times["served"], 4), "served_ratio": round(times["served"] / times["replay"], 2),
+            "served_hit_tokens": totals["served"]}
 
 
 def best_time(run: Callable[[ReplayConfig, Records], int], config: ReplayConfig, records: Records, repeat: int) -> tuple[float, int]:
@@ -65,6 +80,10 @@ def best_time(run: Callable[[ReplayConfig, Records], int], config: ReplayConfig,
         total = run(config, records)
         best = min(best, time.perf_counter() - start)
     return best, total
+
+
+def cell(value: float | None, places: int) -> str:
+    return "–" if value is None else f"{value:.{places}f}"
 
 
 def capacities(text: str) -> list[int]:
@@ -104,9 +123,12 @@ def main() -> int:
                          "replay_s": round(times["replay"], 4), "ratio": round(times["lifecycle"] / times["replay"], 2),
                          "hit_tokens": totals["replay"], "served_s": round(times["served"], 4),
                          "served_ratio": round(times["served"] / times["replay"], 2), "served_hit_tokens": totals["served"]})
+    for capacity in args.capacities:
+        rows.append(vllm_row(ReplayConfig("lru", capacity, BLOCK_SIZE, dialect=dialect_for("lru", "vllm")), records, requests, args.rounds,
+                             args.repeat))
     table = ["| policy | capacity | lifecycle (s) | replay (s) | ratio | served (s) | served / replay |", "|---|---:|---:|---:|---:|---:|---:|"]
-    table += [f"| {r['policy']} | {r['capacity']:,} | {r['lifecycle_s']:.3f} | {r['replay_s']:.3f} | {r['ratio']:.2f} | {r['served_s']:.3f} "
-              f"| {r['served_ratio']:.2f} |" for r in rows]
+    table += [f"| {r['policy']} | {r['capacity']:,} | {cell(r['lifecycle_s'], 3)} | {r['replay_s']:.3f} | {cell(r['ratio'], 2)} "
+              f"| {r['served_s']:.3f} | {r['served_ratio']:.2f} |" for r in rows]
     heading = f"{args.trace}, {len(records):,} requests, best of {args.rounds} x {args.repeat}, contracts off, Python {sys.version.split()[0]}"
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / "lifecycle.md").write_text(f"# Lifecycle one at a time, and served, vs the replay\n\n{heading}\n\n" + "\n".join(table) + "\n")

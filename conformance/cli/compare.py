@@ -19,7 +19,7 @@ from kvspec.conformance.cli.arguments import (
     subcommand,
     typed,
 )
-from kvspec.conformance.cli.serve import DIALECTS_LATER, add_service, check_alone, service_of
+from kvspec.conformance.cli.serve import add_service, check_alone, service_of
 from kvspec.reference import KvspecError
 from kvspec.reference.dialects import dialect_for
 from kvspec.reference.validation import INT64_MAX
@@ -64,7 +64,8 @@ def run_compare(args: argparse.Namespace) -> None:
     from kvspec.conformance.core.output import model_json, write_text, written_whole
     from kvspec.conformance.measurement import comparison
 
-    check_alone(args, [(args.dialect or args.variation, f"--dialect or --variation: {DIALECTS_LATER}")])
+    check_alone(args, [(args.dialect or args.variation, "--dialect or --variation: compare serves the benefit policy and the canonical "
+                        "S3FIFO, LRU and FIFO (vLLM's dialect served: kvspec sweep TRACE --serve --beside vllm)")])
     if args.serve and args.trace is None:
         raise KvspecError("--serve serves a Mooncake trace's requests at their timestamps: give a TRACE (the seeded traces have none)")
     capacities = args.capacity_bytes or []

@@ -267,11 +267,11 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
         rate.plot(gib, [100 * hit_rate(side) for side in sides], **style)
-    for policy in PREFIX_POLICIES:  # served, dashed beside the solid line one request at a time (as kvspec sweep --serve draws it)
+    for policy in PREFIX_POLICIES:  # served, dotted beside the solid line one request at a time (as kvspec sweep --serve draws it)
         served = [s for s in result.served or [] if s.result.policy == policy]
         if served:
             rate.plot([s.capacity_bytes / GIB for s in served], [100 * s.hit_rate for s in served],
-                      **served_style(policy))
+                      **served_style(POLICY_STYLES[policy]))
     for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
         saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **style)
@@ -291,5 +291,5 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
         axes.grid(True, alpha=0.3)
     legend_outside(drawn, rate, fontsize="small")
     drawn.suptitle(f"The benefit policy as a prefix cache beside S3FIFO, LRU and FIFO{on_trace(result.trace)}"
-                   + ("\ndashed: served, requests in flight (spec/lifecycle.md sections 6 and 7)" if result.served else ""))
+                   + ("\ndotted: served, requests in flight (spec/lifecycle.md sections 6 and 7)" if result.served else ""))
     save(drawn, path)

@@ -23,11 +23,13 @@ NEVER_EVICTS = {"color": "grey", "linestyle": "--"}
 DIALECT_LINES = ("--", ":", "-.", (0, (10, 3)), (0, (5, 1, 1, 1, 1, 1)), (0, (3, 1, 3, 1, 1, 1)))
 
 
-def served_style(policy: str) -> dict[str, object]:
-    """A served replay's line (spec/lifecycle.md sections 6 and 7): its policy's colour and marker, dashed and hollow,
-    beside the solid line of the replay one request at a time."""
-    style = POLICY_STYLES[policy]
-    return {**style, "linestyle": "--", "markerfacecolor": "none", "label": f"{style['label']}, served"}
+SERVED_LINE = (0, (1, 1))  # densely dotted: apart from the canonical policies' solid lines and the dialects' dashes
+
+
+def served_style(style: dict[str, object]) -> dict[str, object]:
+    """A served replay's line (spec/lifecycle.md sections 6 and 7) drawn as ``style`` draws the replay one request at a time:
+    its colour and marker, densely dotted and hollow."""
+    return {**style, "linestyle": SERVED_LINE, "markerfacecolor": "none", "label": f"{style['label']}, served"}
 
 
 def dialect_style(policy: str, dialect: str, index: int) -> dict[str, object]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvspec.conformance.core.parallel import Records, Run, TraceJob, in_turn, replayed, served_replay
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import (NEVER_EVICTS, POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside,
-                                                  on_trace, save)
+                                                  on_trace, save, served_style)
 from kvspec.reference import ConfigError, ReplayConfig, ReplayResult, make_policy
 from kvspec.reference.constants import DEFAULT_CAPACITIES as DEFAULT_CAPACITIES  # re-exported: `kvspec sweep`'s capacities
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for, in_catalogue_order, replaced_clauses
@@ -132,9 +132,6 @@ def sweep(
     )
 
 
-SERVED_LINE = (0, (1, 1))  # densely dotted: apart from the canonical policies' solid lines and the dialects' dashes
-
-
 def plot(result: Sweep, path: Path) -> None:
     """Hit rate against capacity, one line per policy, under the offline optimum and the hit rate
     of a cache that never evicts (noted where above the policies' range); the legend beside the
@@ -149,7 +146,7 @@ def plot(result: Sweep, path: Path) -> None:
     for name, policy in dict.fromkeys((point.beside, point.result.policy) for point in result.served or []):
         served = [p for p in result.served or [] if (p.beside, p.result.policy) == (name, policy)]
         solid = POLICY_STYLES[policy] if name is None else dialect_style(policy, name, named.index(name))
-        style = {**solid, "linestyle": SERVED_LINE, "markerfacecolor": "none", "label": f"{solid['label']}, served"}
+        style = served_style(solid)
         axes.plot([p.result.cache_capacity_blocks for p in served], [100 * p.hit_rate for p in served], **style)
     optima = sorted(result.offline_optimum, key=lambda optimum: optimum.cache_capacity_blocks)
     capacities = [o.cache_capacity_blocks for o in optima]
