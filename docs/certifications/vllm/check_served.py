@@ -2,16 +2,18 @@
 mirrors every pool operation of it into vLLM's real KVCacheManager, request by request and operation
 by operation, and prints the first operation where they differ.
 
-    /tmp/vllm-venv/bin/python docs/certifications/vllm/check_served.py [--random N]
+    $V/python docs/certifications/vllm/check_served.py [--random N]
 
-Run it in the venv holding vLLM (README.md), with kvspec installed there too (pip install -e). The
-manager is adapter.py's (capacity + 1 blocks, block 0 the null block; the block at position i with
-hash id h holds the token ids [h] * block_size), with vLLM's max_model_len = capacity x block_size
-(LIFE-VLLM-1). One vLLM Request a kvspec request, kept across its preemptions; the tokens it
+Run it in the venv holding vLLM ($V of README.md's "Installing it"), with kvspec installed there too
+(pip install -e). The manager is adapter.py's (capacity + 1 blocks, block 0 the null block; the
+block at position i with hash id h holds the token ids [h] * block_size), with vLLM's max_model_len
+= capacity x block_size (LIFE-VLLM-1). One vLLM Request a kvspec request, kept across its preemptions; the tokens it
 generates are appended to it as it generates them, each an id no prompt holds and no other request or
 position generates, so that its output blocks hash apart (LIFE-VLLM-2). The operations, as vLLM's
 scheduler makes them (vllm/v1/core/sched/scheduler.py):
 
+- each chunk (LIFE-VLLM-6): its tokens, as the scheduler counts them (what is left of the request's
+  tokens, at most the budget left: :1306, :1346; :839-848), against kvspec's chunk;
 - admission (LIFE-VLLM-4, LIFE-VLLM-5): get_computed_blocks, its hit against the pool's lookup; then,
   where kvspec takes the first chunk's slots, one allocate_slots(request, chunk, hit, blocks,
   full_sequence_must_fit=True) (:1435-1449), which must succeed exactly when kvspec's admission and
@@ -111,6 +113,15 @@ class CheckedServer(VllmServer):
         refused = self.manager.allocate_slots(request, chunk, hit, blocks, full_sequence_must_fit=True) is None
         self.operation("allocate_slots (admission refused by kvspec)", rid, "refused" if refused else "made", "refused")
         return False
+
+    def take_chunk(self, rid: int, chunks: list[tuple[int, int]]) -> None:
+        """The chunk's tokens, as vLLM's scheduler counts them: all the request's tokens past those computed,
+        at most the budget left (scheduler.py:1306, :1346 for an admission; :839-848 for a running request)."""
+        state, request = self.in_service[rid], self.synced(rid)
+        budget = self.budget()
+        self.operation("the chunk's tokens", rid, min(request.num_tokens - state.position, budget), self.chunk(state, budget),
+                       compare_pools=False)
+        super().take_chunk(rid, chunks)
 
     def take_slots(self, rid: int, tokens: int) -> bool:
         request, computed = self.synced(rid), computed_tokens(self.in_service[rid], self.steps)
