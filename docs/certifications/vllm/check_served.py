@@ -13,7 +13,9 @@ position generates, so that its output blocks hash apart (LIFE-VLLM-2). The oper
 scheduler makes them (vllm/v1/core/sched/scheduler.py):
 
 - each chunk (LIFE-VLLM-6): its tokens, as the scheduler counts them (what is left of the request's
-  tokens, at most the budget left: :1306, :1346; :839-848), against kvspec's chunk;
+  tokens, at most the budget left: :1306, :1346; :839-848), the budget spent in the running
+  requests' order (:794), against kvspec's chunk; and each slot request's place in the step, which
+  must follow the running requests' order, a new request's last;
 - admission (LIFE-VLLM-4, LIFE-VLLM-5): get_computed_blocks, its hit against the pool's lookup; then,
   where kvspec takes the first chunk's slots, one allocate_slots(request, chunk, hit, blocks,
   full_sequence_must_fit=True) (:1435-1449), which must succeed exactly when kvspec's admission and
@@ -85,6 +87,7 @@ class CheckedServer(VllmServer):
         self.hash_of: dict[int, bytes] = {}
         self.paired: dict[int, int] = {}  # per request: the positions whose names are compared
         self.operations = 0
+        self.last_place = (-1, 0)  # the step and running index of the last slot request
         self.counts = Counter()
 
     # the operations --------------------------------------------------------------------------
@@ -119,12 +122,20 @@ class CheckedServer(VllmServer):
         at most the budget left (scheduler.py:1306, :1346 for an admission; :839-848 for a running request)."""
         state, request = self.in_service[rid], self.synced(rid)
         budget = self.budget()
-        self.operation("the chunk's tokens", rid, min(request.num_tokens - state.position, budget), self.chunk(state, budget),
+        # vLLM's loop over the running requests (:794) spends the budget in their order: the decoders after this
+        # one have not yet taken their tokens from it (LIFE-SERVE-3 gives every decoder its token first)
+        later = self.running[self.running.index(rid) + 1:] if rid in self.running else []
+        theirs = budget + sum(self.in_service[other].decoding_since >= 0 for other in later)
+        self.operation("the chunk's tokens", rid, min(request.num_tokens - state.position, theirs), self.chunk(state, budget),
                        compare_pools=False)
         super().take_chunk(rid, chunks)
 
     def take_slots(self, rid: int, tokens: int) -> bool:
         request, computed = self.synced(rid), computed_tokens(self.in_service[rid], self.steps)
+        # vLLM allocates a step's slots in the running requests' order (:794, :912), a new one's last (:1435)
+        place = (self.steps, self.running.index(rid))
+        self.operation("the order of the step's slot requests", rid, max(place, self.last_place), place, compare_pools=False)
+        self.last_place = place
         if rid in self.pending:
             blocks, hit = self.pending[rid]
             what = "allocate_slots (admission and first chunk)"
