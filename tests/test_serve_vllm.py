@@ -87,6 +87,16 @@ def test_LIFE_VLLM_6_a_refused_slot_preempts_the_newest_and_LIFE_VLLM_2_its_outp
     assert (canonical.preemptions, canonical.final_cache_blocks) == (2, 2)
 
 
+def test_LIFE_VLLM_6_a_resumed_request_recomputes_its_prompt_and_its_output_in_one_chunk() -> None:
+    """2 slots of 4 tokens (max_model_len 8). A = 2 tokens generating 6 (12 capped); B = 3 tokens at 2 ms
+    prefills, generates a token, and is preempted when A needs its second slot. Once A finishes, B's
+    prefill of 4 tokens (it hits nothing: (4 - 1) // 4 blocks) is one chunk, its prompt and its token,
+    as vLLM's scheduler counts it (scheduler.py:1306): 10 steps. Ended at its prompt's end, as
+    LIFE-SERVE-4 ends a canonical chunk, it would take 11."""
+    vllm, _, b = serve((Request(1, 2, 12, [1]), Request(2, 3, 5, [3])), 2)
+    assert (vllm.steps, b.preemptions, b.recomputed_tokens, b.output_tokens) == (10, 1, 3, 5)
+
+
 def test_LIFE_VLLM_5_the_whole_sequence_must_fit_and_a_hit_at_count_0_takes_a_free_slot() -> None:
     """A pool of 4 with A = [1, 2] cached and free: B = [1, 2, 3] of 12 tokens hits 2 blocks (at count 0),
     needs 1 slot more, and so 3 of the free queue's 4: it fits. With 1 slot taken by C running, the same

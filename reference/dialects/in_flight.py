@@ -244,6 +244,11 @@ class VllmServer(Server):
         self.pool_peaks()
         return True
 
+    def chunk(self, state: InService, budget: int) -> int:
+        """LIFE-VLLM-6: what is left of the prefill, a resumed request's output too, at most the budget: vLLM does
+        not end a chunk at the prompt's end (``sched/scheduler.py:1306, 1346``; ``:839-848``)."""
+        return min(state.prefill_end - state.position, budget)
+
     def take_slots(self, rid: int, tokens: int) -> bool:
         """LIFE-VLLM-6, LIFE-VLLM-7: the slots for ``tokens`` tokens all at once, and its whole blocks cached."""
         if not self.pool.take(rid, -(-tokens // self.block_size)):

@@ -43,6 +43,7 @@ size too large to build in memory: the pool makes one Python object a block at o
 free queue holds block objects whose hashes are sha256 digests, not kvspec's queues.
 """
 
+from collections.abc import Callable
 from importlib.metadata import version
 
 import torch
@@ -81,14 +82,7 @@ class VllmPrefixCache:
         if config.capacity > MAX_POOL_BLOCKS or config.block_size > MAX_BLOCK_TOKENS:
             raise ConfigRefused(f"not buildable: vLLM makes every block at once (at most {MAX_POOL_BLOCKS} here) and lists every token "
                                 f"of a request (blocks of at most {MAX_BLOCK_TOKENS} tokens here)")
-        spec = FullAttentionSpec(block_size=config.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32)
-        group = KVCacheGroupSpec(layer_names=["layer.0"], kv_cache_spec=spec)
-        pool = KVCacheConfig(num_blocks=config.capacity + 1, kv_cache_tensors=[], kv_cache_groups=[group])
-        self.manager = KVCacheManager(pool, max_model_len=UNREACHED_MODEL_LEN, scheduler_block_size=config.block_size,
-                                      hash_block_size=config.block_size, enable_caching=True)
-        hash_function = get_hash_fn_by_name(HASH_ALGORITHM)
-        init_none_hash(hash_function)
-        self.hasher = get_request_block_hasher(config.block_size, hash_function)
+        self.manager, self.hasher = kv_cache_manager(config.capacity, config.block_size, UNREACHED_MODEL_LEN)
         self.config = config
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
@@ -134,6 +128,19 @@ class VllmPrefixCache:
         tokens = [h for h in hash_ids for _ in range(block_size)][:input_length]
         self.requests += 1
         return Request(str(self.requests), tokens, SamplingParams(max_tokens=1), None, block_hasher=self.hasher)
+
+
+def kv_cache_manager(capacity: int, block_size: int, max_model_len: int) -> tuple[KVCacheManager, Callable[[Request], list]]:
+    """The scheduler's manager of one full-attention group over capacity + 1 blocks, and the block hasher
+    its requests take (check_served.py builds it with vLLM's own max_model_len)."""
+    spec = FullAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=1, dtype=torch.float32)
+    group = KVCacheGroupSpec(layer_names=["layer.0"], kv_cache_spec=spec)
+    pool = KVCacheConfig(num_blocks=capacity + 1, kv_cache_tensors=[], kv_cache_groups=[group])
+    manager = KVCacheManager(pool, max_model_len=max_model_len, scheduler_block_size=block_size, hash_block_size=block_size,
+                             enable_caching=True)
+    hash_function = get_hash_fn_by_name(HASH_ALGORITHM)
+    init_none_hash(hash_function)
+    return manager, get_request_block_hasher(block_size, hash_function)
 
 
 def adapter() -> VllmPrefixCache:
