@@ -195,6 +195,15 @@ class VllmPool:
         request.computed_before = min(request.computed_tokens, request.input_length)
 
 
+def refuse(server: Server, number: int, line: int, record: Request) -> None:
+    """LIFE-VLLM-3, LIFE-SGLANG-2: a request the engine refuses hits 0, changes nothing and generates nothing;
+    its line is written and the result counts it."""
+    result = server.result
+    result.refused, result.requests = result.refused + 1, result.requests + 1  # type: ignore[operator]  # 0 from the server's __init__
+    if server.add is not None:
+        server.add(ServedRequest(number, line, 0, record.input_length, 0, 0.0, 0, 0, server.ms(server.now)))
+
+
 class VllmServer(Server):
     """spec/lifecycle.md section 6 over vLLM's pool: LIFE-VLLM-3 to LIFE-VLLM-9."""
 
@@ -211,10 +220,7 @@ class VllmServer(Server):
     def arrive(self, number: int, line: int, record: Request) -> None:
         """LIFE-VLLM-3: a prompt of max_model_len tokens or more refused; the output stopped at max_model_len."""
         if record.input_length >= self.max_model_len:
-            result = self.result
-            result.refused, result.requests = result.refused + 1, result.requests + 1  # type: ignore[operator]  # 0 from __init__
-            if self.add is not None:
-                self.add(ServedRequest(number, line, 0, record.input_length, 0, 0.0, 0, 0, self.ms(self.now)))
+            refuse(self, number, line, record)
             return
         super().arrive(number, line, record)
         state = self.in_service[number]
