@@ -10,6 +10,7 @@ the pool changes overridden as the clause says (the canonical functions run for 
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..contracts import ensure
 from ..errors import KvspecError
@@ -36,6 +37,12 @@ class VllmRequest:
     hit_blocks: int = 0
     recomputed_tokens: int = 0  # LIFE-HIT-2
     computed_before: int = 0  # the prompt tokens it had computed when it was last preempted
+
+
+class NamedBlocks(Protocol):
+    """A request in flight whose blocks are named as it caches them (LIFE-VLLM-2, LIFE-SGLANG-2)."""
+
+    blocks: list[int]
 
 
 def pool_holds(pool: "VllmPool") -> bool:
@@ -160,7 +167,7 @@ class VllmPool:
         request.cached = max(request.cached, whole)
         request.computed_tokens = tokens
 
-    def block_at(self, request: VllmRequest, position: int) -> int:
+    def block_at(self, request: NamedBlocks, position: int) -> int:
         """LIFE-VLLM-2: a prompt's whole block is its path; a block past them is the request's own, named when first cached."""
         if position == len(request.blocks):
             self.paths.parent_of.append(request.blocks[-1] if request.blocks else ROOT)  # a path no trace names

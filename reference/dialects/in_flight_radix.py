@@ -16,6 +16,7 @@ from ..replay import ReplayConfig, hit_tokens
 from ..serve import InService, Server
 from ..service import ServedRequest, ServiceModel
 from ..trace import Request
+from .baselines import Paths
 from .catalogue import in_catalogue_order
 from .in_flight import VllmPool, refuse
 from .radix import Node, RadixCache, descendants
@@ -76,7 +77,8 @@ class SglangPool:
         return self
 
     @property
-    def paths(self):  # noqa: ANN201  # block_at's, the tree's
+    def paths(self) -> Paths:
+        """The tree's interned paths, which block_at extends with the requests' own blocks."""
         return self.tree.paths
 
     @property
@@ -155,7 +157,7 @@ class SglangPool:
         whole = tokens // self.block_size
         if whole <= request.protected:
             return  # radix_cache.py:463-468: nothing new is whole
-        blocks = [self.block_at(request, position) for position in range(whole)]  # type: ignore[arg-type]  # SglangRequest has .blocks
+        blocks = [self.block_at(request, position) for position in range(whole)]
         self.tree.insert(blocks)
         end = self.tree.walk(blocks)[-1]  # radix_cache.py:524, the second match
         self.lock(end, 1)
