@@ -10,7 +10,7 @@ the pool changes overridden as the clause says (the canonical functions run for 
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..contracts import ensure
 from ..errors import KvspecError
@@ -20,6 +20,9 @@ from ..service import ServedRequest, ServiceModel
 from ..trace import Request
 from .baselines import ROOT, Paths, dialect_blocks
 from .catalogue import Dialect, in_catalogue_order
+
+if TYPE_CHECKING:
+    from .in_flight_radix import SglangPool
 
 
 @dataclass(slots=True, eq=False)
@@ -211,14 +214,41 @@ def refuse(server: Server, number: int, line: int, record: Request) -> None:
         server.add(ServedRequest(number, line, 0, record.input_length, 0, 0.0, 0, 0, server.ms(server.now)))
 
 
-class VllmServer(Server):
-    """spec/lifecycle.md section 6 over vLLM's pool: LIFE-VLLM-3 to LIFE-VLLM-9."""
+class EngineServer(Server):
+    """Section 6's server over an engine's pool (section 9): the result names the dialect and counts the
+    requests the engine refuses; an admission counts its hits as the engine matched them."""
 
-    pool: VllmPool  # type: ignore[assignment]
+    pool: "VllmPool | SglangPool"  # type: ignore[assignment]
 
     def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
         super().__init__(config, service, add)
         self.result.dialect, self.result.refused = in_catalogue_order(config.dialect), 0
+
+    def uncomputed(self, rid: int, k: int) -> int:
+        """LIFE-SERVE-7: the hit tokens of the k hit blocks that are not yet computed."""
+        raise NotImplementedError
+
+    def admitted(self, rid: int, k: int) -> None:
+        """LIFE-HIT-1, LIFE-HIT-2: the head, allocated with k hit blocks, runs from them."""
+        request, state = self.pool.requests[rid], self.in_service[rid]
+        self.waiting.popleft()
+        hit = hit_tokens(k, self.block_size, state.input_length)
+        if request.hit_tokens is None:
+            request.hit_tokens = hit
+            self.result.uncomputed_tokens += self.uncomputed(rid, k)
+        else:
+            request.recomputed_tokens += max(0, request.computed_before - hit)
+        request.hit_blocks = k
+        state.position = k * self.block_size
+        state.waiting_ticks += self.now - state.joined
+        self.running.append(rid)
+        self.pool_peaks()
+
+
+class VllmServer(EngineServer):
+    """spec/lifecycle.md section 6 over vLLM's pool: LIFE-VLLM-3 to LIFE-VLLM-9."""
+
+    pool: VllmPool  # type: ignore[assignment]
 
     def empty_pool(self, config: ReplayConfig) -> VllmPool:  # type: ignore[override]
         self.max_model_len = config.capacity * config.block_size  # LIFE-VLLM-1
@@ -234,28 +264,20 @@ class VllmServer(Server):
         state.output_length = min(state.output_length, self.max_model_len - state.input_length)
 
     def admit(self, rid: int) -> bool:
-        """LIFE-VLLM-4, LIFE-VLLM-5 and LIFE-HIT-1, LIFE-HIT-2: the head's lookup and allocation."""
-        pool, state = self.pool, self.in_service[rid]
-        request = pool.requests[rid]
-        k = pool.lookup(rid, state.prefill_end)
-        if not pool.allocate(rid, k, state.prefill_end):
+        """LIFE-VLLM-4, LIFE-VLLM-5: the head's lookup and allocation."""
+        k = self.pool.lookup(rid, self.in_service[rid].prefill_end)
+        if not self.pool.allocate(rid, k, self.in_service[rid].prefill_end):
             return False
-        self.waiting.popleft()
-        hit = hit_tokens(k, self.block_size, state.input_length)
-        if request.hit_tokens is None:
-            request.hit_tokens = hit
-            computed = k  # LIFE-VLLM-7: the hit blocks cached in this very step are computed by it, not before
-            while computed and pool.cached_in_step.get(request.table[computed - 1]) == self.steps:
-                computed -= 1
-            self.result.uncomputed_tokens += hit - hit_tokens(computed, self.block_size, state.input_length)
-        else:
-            request.recomputed_tokens += max(0, request.computed_before - hit)
-        request.hit_blocks = k
-        state.position = k * self.block_size
-        state.waiting_ticks += self.now - state.joined
-        self.running.append(rid)
-        self.pool_peaks()
+        self.admitted(rid, k)
         return True
+
+    def uncomputed(self, rid: int, k: int) -> int:
+        """LIFE-VLLM-7: the hit tokens of the blocks cached in this very step, computed by it, not before."""
+        request, state = self.pool.requests[rid], self.in_service[rid]
+        computed = k
+        while computed and self.pool.cached_in_step.get(request.table[computed - 1]) == self.steps:
+            computed -= 1
+        return hit_tokens(k, self.block_size, state.input_length) - hit_tokens(computed, self.block_size, state.input_length)
 
     def take_slots(self, rid: int, tokens: int) -> bool:
         """LIFE-VLLM-6, LIFE-VLLM-7: the slots for ``tokens`` tokens all at once, and its whole blocks cached."""

@@ -7,18 +7,15 @@ pages each request holds outside the tree. The server is section 6's, each rule 
 overridden as the clause says.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..contracts import ensure
 from ..errors import KvspecError
-from ..replay import ReplayConfig, hit_tokens
-from ..serve import InService, Server
-from ..service import ServedRequest, ServiceModel
+from ..replay import ReplayConfig
+from ..serve import InService
 from ..trace import Request
 from .baselines import Paths
-from .catalogue import in_catalogue_order
-from .in_flight import VllmPool, refuse
+from .in_flight import EngineServer, VllmPool, refuse
 from .radix import Node, RadixCache, descendants
 
 CLIP_MAX_NEW_TOKENS = 4096  # schedule_policy.py:89, SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION's default
@@ -185,14 +182,10 @@ class SglangPool:
         self.release(rid)
 
 
-class SglangServer(Server):
+class SglangServer(EngineServer):
     """spec/lifecycle.md section 6 over SGLang's radix cache: LIFE-SGLANG-2 to LIFE-SGLANG-9."""
 
     pool: SglangPool  # type: ignore[assignment]
-
-    def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
-        super().__init__(config, service, add)
-        self.result.dialect, self.result.refused = in_catalogue_order(config.dialect), 0
 
     def empty_pool(self, config: ReplayConfig) -> SglangPool:  # type: ignore[override]
         self.max_req_len = config.capacity * config.block_size - 1  # LIFE-SGLANG-2: tp_worker.py:568-572
@@ -218,26 +211,19 @@ class SglangServer(Server):
         return total
 
     def admit(self, rid: int) -> bool:
-        """LIFE-SGLANG-4, LIFE-SGLANG-5 and LIFE-HIT-1, LIFE-HIT-2: the head's match and admission."""
-        pool, state = self.pool, self.in_service[rid]
-        request = pool.requests[rid]
-        k, node = pool.match(rid, state.prefill_end)
+        """LIFE-SGLANG-4, LIFE-SGLANG-5: the head's match and admission."""
+        state = self.in_service[rid]
+        k, node = self.pool.match(rid, state.prefill_end)
         need = state.prefill_end - k * self.block_size + min(state.output_length - state.generated, CLIP_MAX_NEW_TOKENS)
-        if not pool.admissible(need, node, self.reserved()):
+        if not self.pool.admissible(need, node, self.reserved()):
             return False
-        self.waiting.popleft()
-        pool.allocate(rid, k, node)
-        hit = hit_tokens(k, self.block_size, state.input_length)
-        if request.hit_tokens is None:
-            request.hit_tokens = hit  # LIFE-SGLANG-7: every page of the tree is computed, so no hit is uncomputed
-        else:
-            request.recomputed_tokens += max(0, request.computed_before - hit)
-        request.hit_blocks = k
-        state.position = k * self.block_size
-        state.waiting_ticks += self.now - state.joined
-        self.running.append(rid)
-        self.pool_peaks()
+        self.pool.allocate(rid, k, node)
+        self.admitted(rid, k)
         return True
+
+    def uncomputed(self, rid: int, k: int) -> int:
+        """LIFE-SGLANG-7: none: a page is in the tree only once a step has computed it."""
+        return 0
 
     def pool_peaks(self) -> None:
         """LIFE-SGLANG-9: the pages in use are the tree's locked ones and the rows' own."""
