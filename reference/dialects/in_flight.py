@@ -8,9 +8,9 @@ the pool changes overridden as the clause says (the canonical functions run for 
 """
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ..contracts import ensure
 from ..errors import KvspecError
@@ -20,9 +20,6 @@ from ..service import ServedRequest, ServiceModel
 from ..trace import Request
 from .baselines import ROOT, Paths, dialect_blocks
 from .catalogue import Dialect, in_catalogue_order
-
-if TYPE_CHECKING:
-    from .in_flight_radix import SglangPool
 
 
 @dataclass(slots=True, eq=False)
@@ -214,11 +211,27 @@ def refuse(server: Server, number: int, line: int, record: Request) -> None:
         server.add(ServedRequest(number, line, 0, record.input_length, 0, 0.0, 0, 0, server.ms(server.now)))
 
 
+class CountedRequest(Protocol):
+    """What an admission counts of a request in an engine's pool (LIFE-HIT-1, LIFE-HIT-2)."""
+
+    hit_tokens: int | None
+    hit_blocks: int
+    recomputed_tokens: int
+    computed_before: int
+
+
+class EnginePool(Protocol):
+    """An engine's pool in flight: vLLM's here, SGLang's in in_flight_radix.py."""
+
+    @property
+    def requests(self) -> Mapping[int, CountedRequest]: ...
+
+
 class EngineServer(Server):
     """Section 6's server over an engine's pool (section 9): the result names the dialect and counts the
     requests the engine refuses; an admission counts its hits as the engine matched them."""
 
-    pool: "VllmPool | SglangPool"  # type: ignore[assignment]
+    pool: "EnginePool"  # type: ignore[assignment]
 
     def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
         super().__init__(config, service, add)
