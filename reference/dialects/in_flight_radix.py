@@ -39,7 +39,7 @@ class SglangRequest:
 
 def pool_holds(pool: "SglangPool") -> bool:
     """LIFE-SGLANG-1: a locked node never evicted (every request's lock is on a node of the tree); evictable
-    plus protected pages the tree's (the identity of sgl-project/mllm #656); each node's lock count the
+    plus protected pages the tree's (the identity of mllm #656); each node's lock count the
     running requests whose lock runs through it; the tree's pages and the held ones within the pool."""
     tree = pool.tree
     nodes = descendants(tree.root)
