@@ -189,9 +189,9 @@ from kvspec.reference.dialects.in_flight_radix import SglangServer
 from kvspec.reference.dialects.radix import descendants
 from kvspec.reference.replay import PolicyServer
 from kvspec.reference.service import ServiceModel
-trace, capacity, policy = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+trace, capacity, policy, name = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 records = list(TraceFile(bundled_trace_path(trace)).requests())
-config = ReplayConfig(policy=policy, capacity=capacity, block_size=512, dialect=dialect_for(policy, "sglang"))
+config = ReplayConfig(policy=policy, capacity=capacity, block_size=512, dialect=dialect_for(policy, name))
 apart = [(line, r._replace(timestamp=n * 10**7, output_length=1)) for n, (line, r) in enumerate(records)]
 longest = max(r.input_length for _, r in records)
 lines = []
@@ -218,18 +218,19 @@ print(json.dumps({"served": [l.hit_tokens for l in sorted(lines, key=lambda l: l
 def test_LIFE_SGLANG_9_one_request_at_a_time_served_in_sglang_is_the_engine_replay_on_both_traces() -> None:
     """Each request arriving after the one before has finished, generating one token, its prompt in one
     chunk: the served replay in `sglang` and the engine replay in `sglang` (LRU-DIALECT-5, and under FIFO
-    FIFO-DIALECT-1) hit the same tokens request by request and leave the same tree (its runs and the order
-    of its stamps), at 256, 4,096 and 65,536 blocks on both bundled traces. A prompt of max_req_len - 5
+    FIFO-DIALECT-1; `sglang-unified`'s FIFO with FIFO-DIALECT-2) hit the same tokens request by request and leave the same tree (its runs and the order
+    of its stamps), at 256, 4,096 and 65,536 blocks (FIFO at 4,096) on both bundled traces. A prompt of max_req_len - 5
     tokens or more is refused by the one, and one of more blocks than the pool skipped by the other: on
     both traces they are the same requests (none has a prompt within 6 tokens of a pool's worth)."""
     for trace in ("conversation_trace.jsonl.gz", "synthetic_trace.jsonl.gz"):
-        for capacity, policy in ((256, "lru"), (4096, "lru"), (65536, "lru"), (4096, "fifo")):
-            run = subprocess.run([sys.executable, "-c", LIMIT, trace, str(capacity), policy], capture_output=True, text=True, timeout=900,
+        for capacity, policy, name in ((256, "lru", "sglang"), (4096, "lru", "sglang"), (65536, "lru", "sglang"), (4096, "fifo", "sglang"),
+                                       (4096, "fifo", "sglang-unified")):
+            run = subprocess.run([sys.executable, "-c", LIMIT, trace, str(capacity), policy, name], capture_output=True, text=True, timeout=900,
                                  env={**os.environ, "KVSPEC_CONTRACTS": "0"})
             assert run.returncode == 0, run.stderr
             got = json.loads(run.stdout)
-            assert got["served"] == got["replay"], (trace, capacity, policy)
-            assert got["trees"][0] == got["trees"][1], (trace, capacity, policy)
+            assert got["served"] == got["replay"], (trace, capacity, name, policy)
+            assert got["trees"][0] == got["trees"][1], (trace, capacity, name, policy)
             assert got["refused"] == got["long"] == got["skipped"], (trace, capacity, policy)
             assert any(got["replay"]), (trace, capacity, policy)
 
