@@ -249,12 +249,3 @@ def test_LIFE_SGLANG_1_kvspec_replay_serve_dialect_sglang_reports_the_dialect_an
     assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm, sglang" in run.stderr
     assert "Traceback" not in run.stderr and run.stdout == ""
 
-
-def test_LIFE_SGLANG_1_kvspec_sweep_serve_beside_sglang_lru_serves_it_as_kvspec_replay_serve_does(tmp_path) -> None:
-    out = tmp_path / "sweep.json"
-    run = kvspec("sweep", "synthetic", "--serve", "--policy", "lru", "--beside", "sglang-lru", "--capacity", "512", "--output", str(out))
-    assert run.returncode == 0, run.stderr
-    sweep = json.loads(out.read_text())
-    assert [p.get("beside") for p in sweep["served"]] == [None, "sglang-lru"]
-    alone = json.loads(kvspec("replay", "synthetic", "--serve", "--dialect", "sglang", "--policy", "lru", "--capacity", "512").stdout)
-    assert sweep["served"][1]["result"] == alone
