@@ -159,7 +159,7 @@ def replay(records: Iterable[tuple[int, TraceRecord | Request]], config: ReplayC
 
 
 def server_for(config: ReplayConfig) -> type[serve.Server]:
-    """spec/lifecycle.md section 6's server of the configuration: the canonical one, or vLLM's pool in
+    """spec/lifecycle.md section 6's server of the configuration: the canonical one, or an engine's pool in
     its dialect (spec/dialects.md section 9); a ConfigError for a dialect whose lifecycle is not specified."""
     if not config.dialect:
         return serve.Server
@@ -167,5 +167,9 @@ def server_for(config: ReplayConfig) -> type[serve.Server]:
         from .dialects.in_flight import VllmServer
 
         return VllmServer
-    raise ConfigError("LIFE-VLLM-1", "a served replay takes the canonical policies and the dialect vllm (exactly: no --variation); "
-                                     "the lifecycles of SGLang and LMCache are not yet specified (spec/dialects.md section 9)")
+    if config.policy in ("lru", "fifo") and config.dialect in (dialect_for(config.policy, "sglang"), dialect_for(config.policy, "sglang-unified")):
+        from .dialects.in_flight_radix import SglangServer
+
+        return SglangServer
+    raise ConfigError("LIFE-VLLM-1", "a served replay takes the canonical policies and the dialects vllm, sglang and sglang-unified "
+                                     "(exactly: no --variation); the lifecycle of LMCache is not yet specified (spec/dialects.md section 9)")

@@ -262,7 +262,7 @@ def test_LIFE_SERVE_7_kvspec_replay_serve_writes_the_result_and_every_line(tmp_p
     (["--serve", "--gpus", "9223372036854775808"], "LIFE-SERVE-1: gpus must be a positive integer of at most 2**63 - 1, not 9223372036854775808"),
     (["--serve", "--gpus", "1.5"], "LIFE-SERVE-1: gpus must be a positive integer"),
     (["--serve", "--max-running", "9", "--step-tokens", "8"], "LIFE-SERVE-1: max_running 9 is more than step_tokens 8"),
-    (["--serve", "--dialect", "sglang", "--policy", "lru"], "LIFE-VLLM-1: a served replay takes the canonical policies and the dialect vllm"),
+    (["--serve", "--dialect", "lmcache", "--policy", "lru"], "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm"),
     (["--serve", "--adapter", "cmd:true"], "--serve runs the reference alone, without --adapter"),
 ])
 def test_LIFE_SERVE_1_a_bad_service_option_is_one_line_naming_it(args: list[str], message: str) -> None:
@@ -290,4 +290,4 @@ def test_LIFE_SERVE_1_kvspec_sweep_serve_refuses_what_it_cannot_serve() -> None:
     run = kvspec("sweep", "synthetic", "--serve", "--ablate")
     assert run.returncode == 1 and "--serve runs the reference alone, without --ablate" in run.stderr, run.stderr
     run = kvspec("sweep", "synthetic", "--serve", "--beside", "lmcache")
-    assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialect vllm" in run.stderr, run.stderr
+    assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm" in run.stderr, run.stderr

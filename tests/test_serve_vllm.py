@@ -204,19 +204,23 @@ def test_LIFE_VLLM_1_kvspec_replay_serve_dialect_vllm_reports_the_dialect_and_re
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["policy"] == "lru" and result["dialect"][-1] == "lru-free-queue" and result["refused"] == 0 and result["requests"] > 0
-    for args in (["--dialect", "sglang", "--policy", "lru"], ["--policy", "lru", "--variation", "pin-request"]):
+    for args in (["--dialect", "lmcache", "--policy", "lru"], ["--policy", "lru", "--variation", "pin-request"]):
         run = kvspec("replay", "synthetic", "--serve", "--capacity", "512", *args)
-        assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialect vllm" in run.stderr, run.stderr
+        assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm" in run.stderr, run.stderr
         assert "Traceback" not in run.stderr and run.stdout == ""
 
 
-def test_LIFE_VLLM_1_kvspec_sweep_serve_beside_vllm_serves_it_too_and_refuses_sglang(tmp_path) -> None:
+def test_LIFE_VLLM_1_kvspec_sweep_serve_beside_vllm_and_sglang_serves_them_too_and_refuses_lmcache(tmp_path) -> None:
+    """Beside vLLM and SGLang's LRU (LIFE-SGLANG-1), each served point is what `kvspec replay --serve` gives."""
     out = tmp_path / "sweep.json"
-    run = kvspec("sweep", "synthetic", "--serve", "--policy", "lru", "--beside", "vllm", "--capacity", "512", "--output", str(out))
+    run = kvspec("sweep", "synthetic", "--serve", "--policy", "lru", "--beside", "vllm", "--beside", "sglang-lru", "--capacity", "512",
+                 "--output", str(out))
     assert run.returncode == 0, run.stderr
     sweep = json.loads(out.read_text())
-    assert [(p.get("beside"), p["result"].get("dialect") is not None) for p in sweep["served"]] == [(None, False), ("vllm", True)]
+    assert [(p.get("beside"), p["result"].get("dialect") is not None) for p in sweep["served"]] == [(None, False), ("vllm", True), ("sglang-lru", True)]
     alone = json.loads(kvspec("replay", "synthetic", "--serve", "--dialect", "vllm", "--capacity", "512").stdout)
     assert sweep["served"][1]["result"] == alone
-    run = kvspec("sweep", "synthetic", "--serve", "--policy", "lru", "--beside", "sglang", "--capacity", "512")
+    alone = json.loads(kvspec("replay", "synthetic", "--serve", "--dialect", "sglang", "--policy", "lru", "--capacity", "512").stdout)
+    assert sweep["served"][2]["result"] == alone
+    run = kvspec("sweep", "synthetic", "--serve", "--policy", "lru", "--beside", "lmcache", "--capacity", "512")
     assert run.returncode == 1 and "LIFE-VLLM-1" in run.stderr and "Traceback" not in run.stderr, run.stderr

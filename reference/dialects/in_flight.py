@@ -8,8 +8,9 @@ the pool changes overridden as the clause says (the canonical functions run for 
 """
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..contracts import ensure
 from ..errors import KvspecError
@@ -36,6 +37,12 @@ class VllmRequest:
     hit_blocks: int = 0
     recomputed_tokens: int = 0  # LIFE-HIT-2
     computed_before: int = 0  # the prompt tokens it had computed when it was last preempted
+
+
+class NamedBlocks(Protocol):
+    """A request in flight whose blocks are named as it caches them (LIFE-VLLM-2, LIFE-SGLANG-2)."""
+
+    blocks: list[int]
 
 
 def pool_holds(pool: "VllmPool") -> bool:
@@ -160,7 +167,7 @@ class VllmPool:
         request.cached = max(request.cached, whole)
         request.computed_tokens = tokens
 
-    def block_at(self, request: VllmRequest, position: int) -> int:
+    def block_at(self, request: NamedBlocks, position: int) -> int:
         """LIFE-VLLM-2: a prompt's whole block is its path; a block past them is the request's own, named when first cached."""
         if position == len(request.blocks):
             self.paths.parent_of.append(request.blocks[-1] if request.blocks else ROOT)  # a path no trace names
@@ -195,14 +202,66 @@ class VllmPool:
         request.computed_before = min(request.computed_tokens, request.input_length)
 
 
-class VllmServer(Server):
-    """spec/lifecycle.md section 6 over vLLM's pool: LIFE-VLLM-3 to LIFE-VLLM-9."""
+def refuse(server: Server, number: int, line: int, record: Request) -> None:
+    """LIFE-VLLM-3, LIFE-SGLANG-2: a request the engine refuses hits 0, changes nothing and generates nothing;
+    its line is written and the result counts it."""
+    result = server.result
+    result.refused, result.requests = result.refused + 1, result.requests + 1  # type: ignore[operator]  # 0 from the server's __init__
+    if server.add is not None:
+        server.add(ServedRequest(number, line, 0, record.input_length, 0, 0.0, 0, 0, server.ms(server.now)))
 
-    pool: VllmPool  # type: ignore[assignment]
+
+class CountedRequest(Protocol):
+    """What an admission counts of a request in an engine's pool (LIFE-HIT-1, LIFE-HIT-2)."""
+
+    hit_tokens: int | None
+    hit_blocks: int
+    recomputed_tokens: int
+    computed_before: int
+
+
+class EnginePool(Protocol):
+    """An engine's pool in flight: vLLM's here, SGLang's in in_flight_radix.py."""
+
+    @property
+    def requests(self) -> Mapping[int, CountedRequest]: ...
+
+
+class EngineServer(Server):
+    """Section 6's server over an engine's pool (section 9): the result names the dialect and counts the
+    requests the engine refuses; an admission counts its hits as the engine matched them."""
+
+    pool: "EnginePool"  # type: ignore[assignment]
 
     def __init__(self, config: ReplayConfig, service: ServiceModel, add: Callable[[ServedRequest], None] | None) -> None:
         super().__init__(config, service, add)
         self.result.dialect, self.result.refused = in_catalogue_order(config.dialect), 0
+
+    def uncomputed(self, rid: int, k: int) -> int:
+        """LIFE-SERVE-7: the hit tokens of the k hit blocks that are not yet computed."""
+        raise NotImplementedError
+
+    def admitted(self, rid: int, k: int) -> None:
+        """LIFE-HIT-1, LIFE-HIT-2: the head, allocated with k hit blocks, runs from them."""
+        request, state = self.pool.requests[rid], self.in_service[rid]
+        self.waiting.popleft()
+        hit = hit_tokens(k, self.block_size, state.input_length)
+        if request.hit_tokens is None:
+            request.hit_tokens = hit
+            self.result.uncomputed_tokens += self.uncomputed(rid, k)
+        else:
+            request.recomputed_tokens += max(0, request.computed_before - hit)
+        request.hit_blocks = k
+        state.position = k * self.block_size
+        state.waiting_ticks += self.now - state.joined
+        self.running.append(rid)
+        self.pool_peaks()
+
+
+class VllmServer(EngineServer):
+    """spec/lifecycle.md section 6 over vLLM's pool: LIFE-VLLM-3 to LIFE-VLLM-9."""
+
+    pool: VllmPool  # type: ignore[assignment]
 
     def empty_pool(self, config: ReplayConfig) -> VllmPool:  # type: ignore[override]
         self.max_model_len = config.capacity * config.block_size  # LIFE-VLLM-1
@@ -211,43 +270,32 @@ class VllmServer(Server):
     def arrive(self, number: int, line: int, record: Request) -> None:
         """LIFE-VLLM-3: a prompt of max_model_len tokens or more refused; the output stopped at max_model_len."""
         if record.input_length >= self.max_model_len:
-            result = self.result
-            result.refused, result.requests = result.refused + 1, result.requests + 1  # type: ignore[operator]  # 0 from __init__
-            if self.add is not None:
-                self.add(ServedRequest(number, line, 0, record.input_length, 0, 0.0, 0, 0, self.ms(self.now)))
+            refuse(self, number, line, record)
             return
         super().arrive(number, line, record)
         state = self.in_service[number]
         state.output_length = min(state.output_length, self.max_model_len - state.input_length)
 
     def admit(self, rid: int) -> bool:
-        """LIFE-VLLM-4, LIFE-VLLM-5 and LIFE-HIT-1, LIFE-HIT-2: the head's lookup and allocation."""
-        pool, state = self.pool, self.in_service[rid]
-        request = pool.requests[rid]
-        k = pool.lookup(rid, state.prefill_end)
-        if not pool.allocate(rid, k, state.prefill_end):
+        """LIFE-VLLM-4, LIFE-VLLM-5: the head's lookup and allocation."""
+        k = self.pool.lookup(rid, self.in_service[rid].prefill_end)
+        if not self.pool.allocate(rid, k, self.in_service[rid].prefill_end):
             return False
-        self.waiting.popleft()
-        hit = hit_tokens(k, self.block_size, state.input_length)
-        if request.hit_tokens is None:
-            request.hit_tokens = hit
-            computed = k  # LIFE-VLLM-7: the hit blocks cached in this very step are computed by it, not before
-            while computed and pool.cached_in_step.get(request.table[computed - 1]) == self.steps:
-                computed -= 1
-            self.result.uncomputed_tokens += hit - hit_tokens(computed, self.block_size, state.input_length)
-        else:
-            request.recomputed_tokens += max(0, request.computed_before - hit)
-        request.hit_blocks = k
-        state.position = k * self.block_size
-        state.waiting_ticks += self.now - state.joined
-        self.running.append(rid)
-        self.pool_peaks()
+        self.admitted(rid, k)
         return True
 
     def chunk(self, state: InService, budget: int) -> int:
         """LIFE-VLLM-6: what is left of the prefill, a resumed request's output too, at most the budget: vLLM does
         not end a chunk at the prompt's end (``sched/scheduler.py:1306, 1346``; ``:839-848``)."""
         return min(state.prefill_end - state.position, budget)
+
+    def uncomputed(self, rid: int, k: int) -> int:
+        """LIFE-VLLM-7: the hit tokens of the blocks cached in this very step, computed by it, not before."""
+        request, state = self.pool.requests[rid], self.in_service[rid]
+        computed = k
+        while computed and self.pool.cached_in_step.get(request.table[computed - 1]) == self.steps:
+            computed -= 1
+        return hit_tokens(k, self.block_size, state.input_length) - hit_tokens(computed, self.block_size, state.input_length)
 
     def take_slots(self, rid: int, tokens: int) -> bool:
         """LIFE-VLLM-6, LIFE-VLLM-7: the slots for ``tokens`` tokens all at once, and its whole blocks cached."""

@@ -26,7 +26,7 @@ class Node:
     last_access: int
     created: int
     children: dict[int, "Node"] = field(default_factory=dict)
-    locked: bool = False
+    locked: int = 0  # SGLang's lock_ref: the requests whose matched path runs through it (LIFE-SGLANG-3)
 
 
 def descendants(node: Node) -> list[Node]:
@@ -101,6 +101,7 @@ class RadixCache(EngineCache):
         assert node.parent is not None
         del node.parent.children[node.run[0]]
         upper = self.new_node(node.run[:at], node.parent)
+        upper.locked = node.locked  # radix_cache.py:684: a lock taken below runs through the upper part too
         if "split-keeps-creation" in self.dialect:
             upper.created = node.created  # FIFO-DIALECT-2: the upper part is as old as the node it was
         node.run, node.parent = node.run[at:], upper
@@ -165,7 +166,7 @@ class RadixCache(EngineCache):
             return 0  # REPLAY-DIALECT-5
         path = self.walk(blocks[:k]) if k else []  # nothing is stamped for a hit of 0 blocks
         for node in path:
-            node.locked = True
+            node.locked += 1
         needed = len(blocks) - k + (self.block_size > 1)  # a page more than the request needs, when pages hold more than a token
         free = self.capacity - len(self.resident)
         if needed > free:
@@ -176,6 +177,6 @@ class RadixCache(EngineCache):
             self.insert(whole)
             self.walk(whole)
         for node in path:
-            node.locked = False  # the request ends
+            node.locked -= 1  # the request ends
         return len(self.resident) - before
 
