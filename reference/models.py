@@ -149,7 +149,9 @@ class ServedResult(BaseModel):
     total_recomputed_tokens: int = Field(ge=0, le=INT64_MAX)
     preemptions: int = Field(ge=0, le=INT64_MAX)
     cut_short: int = Field(ge=0, le=INT64_MAX)
-    refused: int | None = Field(None, ge=0, le=INT64_MAX, description="LIFE-VLLM-3: prompts vLLM's dialect refuses (max_model_len)")
+    refused: int | None = Field(None, ge=0, le=INT64_MAX, description="LIFE-VLLM-3, LIFE-SGLANG-2: prompts an engine's dialect refuses")
+    own_blocks: int | None = Field(None, ge=0, le=INT64_MAX, description="LIFE-VLLM-2, LIFE-SGLANG-2: the requests' own blocks an engine cached "
+                                   "(output, and a partial prompt block with it), which no other request names")
     uncomputed_tokens: int = Field(ge=0, le=INT64_MAX, description="LIFE-SERVE-7: prompt tokens lookups found resident but not yet computed")
     kept_in_main: int | None = Field(None, ge=0, le=INT64_MAX, description="S3FIFO: entries in use at freq 0 that S's drain admitted to M (S3-LIFE-1)")
     peak_referenced_blocks: int = Field(ge=0, le=INT64_MAX)

@@ -83,7 +83,8 @@ class Served:
     total_recomputed_tokens: int = 0
     preemptions: int = 0
     cut_short: int = 0
-    refused: int | None = None  # LIFE-VLLM-3, in vLLM's dialect
+    refused: int | None = None  # LIFE-VLLM-3, LIFE-SGLANG-2, in an engine's dialect
+    own_blocks: int | None = None  # LIFE-VLLM-2, LIFE-SGLANG-2: the requests' own blocks cached, in an engine's dialect
     uncomputed_tokens: int = 0
     kept_in_main: int | None = None
     peak_referenced_blocks: int = 0

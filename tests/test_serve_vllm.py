@@ -83,8 +83,9 @@ def test_LIFE_VLLM_6_a_refused_slot_preempts_the_newest_and_LIFE_VLLM_2_its_outp
     decoding = (Request(0, 4, 9, [1]), Request(0, 4, 9, [2]))
     vllm, a, b = serve(decoding, 5)
     assert (vllm.preemptions, b.preemptions, a.output_tokens, b.output_tokens, vllm.final_cache_blocks) == (1, 1, 9, 9, 5)
+    assert vllm.own_blocks == 4  # LIFE-VLLM-9: each computes 12 tokens, 3 whole blocks, 2 its own; B's, recomputed, named once
     canonical, _, b = serve(decoding, 5, CANONICAL)
-    assert (canonical.preemptions, canonical.final_cache_blocks) == (2, 2)
+    assert (canonical.preemptions, canonical.final_cache_blocks, canonical.own_blocks) == (2, 2, None)
 
 
 def test_LIFE_VLLM_6_a_resumed_request_recomputes_its_prompt_and_its_output_in_one_chunk() -> None:

@@ -8,7 +8,7 @@ the pool changes overridden as the clause says (the canonical functions run for 
 """
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -16,7 +16,7 @@ from ..contracts import ensure
 from ..errors import KvspecError
 from ..replay import ReplayConfig, hit_tokens
 from ..serve import InService, Server
-from ..service import ServedRequest, ServiceModel
+from ..service import Served, ServedRequest, ServiceModel
 from ..trace import Request
 from .baselines import ROOT, Paths, dialect_blocks
 from .catalogue import Dialect, in_catalogue_order
@@ -75,6 +75,7 @@ class VllmPool:
     refs: dict[int, int] = field(default_factory=dict)  # each slot at count above 0: its count
     requests: dict[int, VllmRequest] = field(default_factory=dict)
     next_slot: int = 0
+    own_blocks: int = 0  # the requests' own blocks named (LIFE-VLLM-2), which the result reports
 
     blocks = dialect_blocks
 
@@ -170,6 +171,7 @@ class VllmPool:
     def block_at(self, request: NamedBlocks, position: int) -> int:
         """LIFE-VLLM-2: a prompt's whole block is its path; a block past them is the request's own, named when first cached."""
         if position == len(request.blocks):
+            self.own_blocks += 1
             self.paths.parent_of.append(request.blocks[-1] if request.blocks else ROOT)  # a path no trace names
             request.blocks.append(len(self.paths.parent_of) - 1)
         return request.blocks[position]
@@ -226,6 +228,8 @@ class EnginePool(Protocol):
     @property
     def requests(self) -> Mapping[int, CountedRequest]: ...
 
+    own_blocks: int
+
 
 class EngineServer(Server):
     """Section 6's server over an engine's pool (section 9): the result names the dialect and counts the
@@ -240,6 +244,11 @@ class EngineServer(Server):
     def uncomputed(self, rid: int, k: int) -> int:
         """LIFE-SERVE-7: the hit tokens of the k hit blocks that are not yet computed."""
         raise NotImplementedError
+
+    def serve(self, records: Iterable[tuple[int, Request]], path: str) -> Served:
+        result = super().serve(records, path)
+        result.own_blocks = self.pool.own_blocks  # LIFE-VLLM-9
+        return result
 
     def admitted(self, rid: int, k: int) -> None:
         """LIFE-HIT-1, LIFE-HIT-2: the head, allocated with k hit blocks, runs from them."""

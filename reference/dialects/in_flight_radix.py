@@ -65,6 +65,7 @@ class SglangPool:
     requests: dict[int, SglangRequest] = field(default_factory=dict)
     protected: int = 0  # the tree's pages in locked nodes (radix_cache.py:582-616, protected_size_)
     held: int = 0  # the pages of the rows that are not the tree's
+    own_blocks: int = 0  # the requests' own blocks named (LIFE-SGLANG-2), which the result reports
 
     block_at = VllmPool.block_at  # LIFE-SGLANG-2: a block past the prompt's whole blocks is the request's own, as in vLLM's
 
