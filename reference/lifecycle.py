@@ -6,7 +6,7 @@ Each operation of section 2 is a method; the accounting identity, referenced-nev
 computed-before-hit (LIFE-INV-1, LIFE-INV-2) are its contracts.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .contracts import ensure, require
@@ -61,6 +61,16 @@ def pool_holds(pool: "Pool") -> bool:
             and policy.resident_count() + pool.held <= pool.capacity and counted == refs
             and pool.held == sum(request.held for request in pool.requests.values())
             and all(h in refs for h in pool.pending))
+
+
+def drop_counts(counts: dict[int, int], blocks: Iterable[int]) -> None:
+    """Each block's count one less, and the block gone from ``counts`` at 0 (LIFE-POOL-2: present only while above 0)."""
+    for h in blocks:
+        count = counts[h] - 1
+        if count:
+            counts[h] = count
+        else:
+            del counts[h]
 
 
 def usable(pool: "Pool", h: int) -> bool:
@@ -238,13 +248,7 @@ class Pool:
 
     def release(self, request: Request) -> None:
         """LIFE-FINISH-1, LIFE-PREEMPT-1: the request's references dropped and its held blocks freed."""
-        refs = self.policy.refs
-        for h in request.referenced:
-            count = refs[h] - 1
-            if count:
-                refs[h] = count
-            else:
-                del refs[h]
+        drop_counts(self.policy.refs, request.referenced)
         request.referenced, request.unreferenced = [], set()
         self.held -= request.held
         request.held, request.held_blocks = 0, set()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..contracts import ensure, require
 from ..errors import ConfigError, KvspecError
-from ..lifecycle import Pool, Request
+from ..lifecycle import Pool, Request, drop_counts
 from ..replay import ReplayConfig
 from ..request import prefix_hit_blocks
 from ..serve import Server
@@ -211,13 +211,7 @@ class BenefitPool(Pool):
 
     def release(self, request: Request) -> None:
         """LIFE-FINISH-1, LIFE-PREEMPT-1: its references dropped, the blocks it held to compute no longer held by it."""
-        computing = self.policy.computing
-        for h in request.held_blocks:
-            count = computing[h] - 1
-            if count:
-                computing[h] = count
-            else:
-                del computing[h]
+        drop_counts(self.policy.computing, request.held_blocks)
         Pool.release(self, request)
 
 
