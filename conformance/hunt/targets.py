@@ -53,7 +53,14 @@ ADMISSION_IN_USE = ("the refusal of an access in use when every hash is referenc
                     "--budget 30 (measured: a planted LRU access that admits all the same, and a planted FIFO access that evicts its "
                     "referenced head, not found in 24 s each, crosshair-tool 0.0.113); the victim's own rules (evictable_nearest_head, "
                     "free_queue_slot) are hunted with their mutants; tests/test_lifecycle.py checks it")
+SERVED_BENEFIT = ("a rule of the benefit policy's pool in flight (reference/benefit/served.py), which only the served replay's scheduler "
+                  "drives, over a whole trace: its input is that server's state, the ledger's and the requests' in flight together; "
+                  "tests/test_serve_benefit.py checks each rule, and its limit against compare's benefit row")
 NOT_EXPLORED: dict[str, str] = {
+    **dict.fromkeys((f"LIFE-BEN-{n}" for n in range(1, 9)), SERVED_BENEFIT),
+    "LIFE-SERVE-7": ("the served replay's result, which reference/serve.py's scheduler counts over a whole trace (the benefit pool's "
+                     "is_resident cites it for the uncomputed tokens); tests/test_serve.py, tests/test_serve_model.py and "
+                     "tests/test_serve_benefit.py check it"),
     **dict.fromkeys((*(f"LIFE-POOL-{n}" for n in range(1, 4)), "LIFE-ARRIVE-1", "LIFE-LOOKUP-1", *(f"LIFE-ALLOC-{n}" for n in range(1, 5)),
                      "LIFE-COMPUTE-1", "LIFE-DECODE-1", "LIFE-FINISH-1", "LIFE-PREEMPT-1", "LIFE-EVICT-2", "LIFE-EVICT-3", "LIFE-HIT-1",
                      "LIFE-HIT-2", "LIFE-INV-1", "LIFE-INV-2"), POOL),
