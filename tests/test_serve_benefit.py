@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -190,9 +190,69 @@ def test_LIFE_BEN_8_kvspec_compare_serve_serves_every_policy_beside_its_replay(t
     assert drawn.stat().st_size > 10_000
 
 
+def small_trace(path) -> str:
+    """30 requests 20 ms apart, of 1 to 6 blocks of 512 tokens, some sharing a prefix of one or two blocks, generating up
+    to 700 tokens each: at 8 and 16 blocks they overlap, evict and preempt."""
+    import random
+
+    rng, lines = random.Random(7), []
+    for number in range(30):
+        shared = rng.choice([[1, 2], [1, 3], [4], []])
+        hash_ids = (shared + [100 + 10 * number + j for j in range(rng.randint(1, 5))])[:6]
+        lines.append(json.dumps({"timestamp": 20 * number, "input_length": 512 * (len(hash_ids) - 1) + rng.randint(1, 512),
+                                 "output_length": rng.randint(1, 700), "hash_ids": hash_ids}))
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_LIFE_VLLM_1_and_LIFE_SGLANG_1_kvspec_compare_serve_dialect_serves_each_engine_beside_the_others(tmp_path, monkeypatch) -> None:
+    """`kvspec compare TRACE --serve --dialect vllm --dialect sglang` at 512 MiB and 1 GiB (8 and 16 blocks of 64 MiB): after
+    the four canonical served rows of each capacity, vLLM's LRU and SGLang's LRU and FIFO, each the result of the reference's
+    served replay over the engine's own pool at those blocks (server_for), named by its dialect; the table and the plot,
+    where each is dotted beside its line one request at a time, in its colour, as `kvspec sweep --serve --beside` draws it."""
+    from kvspec.conformance.measurement import comparison
+    from kvspec.reference import ReplayConfig, TraceFile
+    from kvspec.reference.caches import server_for
+    from kvspec.reference.dialects import dialect_for
+    from kvspec.reference.models import ServedResult
+    from kvspec.reference.serve import served
+
+    trace, out = small_trace(tmp_path / "small.jsonl"), tmp_path / "compare.json"
+    run = kvspec("compare", trace, "--serve", "--dialect", "vllm", "--dialect", "sglang", "--capacity-bytes", "512MiB",
+                 "--capacity-bytes", "1GiB", "--output", str(out))
+    assert run.returncode == 0, run.stderr
+    assert "lru (vllm)" in run.stdout.split("served as a server runs the trace")[1]
+    result = json.loads(out.read_text())
+    rows = [(s.get("dialect"), s["result"]["policy"], s["capacity_bytes"]) for s in result["served"]]
+    each = [(None, "benefit"), (None, "s3fifo"), (None, "lru"), (None, "fifo"), ("vllm", "lru"), ("sglang", "lru"), ("sglang", "fifo")]
+    assert rows == [(*row, capacity) for capacity in (2**29, 2**30) for row in each]
+    for row in result["served"]:
+        if row.get("dialect") is None:
+            continue
+        blocks = {2**29: 8, 2**30: 16}[row["capacity_bytes"]]
+        config = ReplayConfig(row["result"]["policy"], blocks, 512, dialect=dialect_for(row["result"]["policy"], row["dialect"]))
+        direct = served(TraceFile(trace).requests(), config, ServiceModel(), path=trace, server=server_for(config))
+        expected = ServedResult(**{name: value for name, value in asdict(direct).items() if name != "per_request"})
+        assert ServedResult.model_validate_json(json.dumps(row["result"])) == expected
+        assert row["result"]["dialect"] == sorted(config.dialect, key=row["result"]["dialect"].index)
+    vllm_lru, canonical_lru = result["served"][11], result["served"][9]
+    assert vllm_lru["result"]["preemptions"] != canonical_lru["result"]["preemptions"]  # the engine's pool, not the canonical one
+    drawn: list = []
+    monkeypatch.setattr(comparison, "save", lambda figure, path: drawn.append(figure))
+    comparison.plot_trace(comparison.TraceComparison.model_validate_json(out.read_text()), tmp_path / "compare.png")
+    lines = {line.get_label(): line for line in drawn[0].axes[0].get_lines()}
+    for solid, (dialect, policy) in {"LRU (vllm)": ("vllm", "lru"), "LRU (sglang)": ("sglang", "lru"),
+                                     "FIFO (sglang)": ("sglang", "fifo")}.items():
+        dotted, line = lines[f"{solid}, served"], lines[solid]
+        assert (dotted.get_color(), dotted.get_marker(), dotted.get_markerfacecolor()) == (line.get_color(), line.get_marker(), "none")
+        rates = [100 * s["hit_rate"] for s in result["served"] if (s.get("dialect"), s["result"]["policy"]) == (dialect, policy)]
+        assert list(dotted.get_ydata()) == rates and list(dotted.get_xdata()) == [0.5, 1]
+
+
 @pytest.mark.parametrize("args,message", [
     (["synthetic", "--gpus", "2"], "--gpus sets the service model of a served replay: give --serve too"),
-    (["synthetic", "--serve", "--dialect", "vllm"], "--serve runs the reference alone, without --dialect or --variation"),
+    (["synthetic", "--serve", "--dialect", "libcachesim"], "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects"),
+    (["synthetic", "--serve", "--variation", "path-ids"], "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects"),
     (["--serve"], "--serve serves a Mooncake trace's requests at their timestamps: give a TRACE"),
     (["synthetic", "--serve", "--max-running", "9", "--step-tokens", "8"], "LIFE-SERVE-1: max_running 9 is more than step_tokens 8"),
     (["synthetic", "--serve", "--gpus", "1.5"], "LIFE-SERVE-1: gpus must be a positive integer"),

@@ -110,6 +110,21 @@ def test_LIFE_SGLANG_6_a_refused_page_preempts_the_newest_and_LIFE_SGLANG_8_what
     assert [line.output_tokens for line in (a, b, c)] == [2, 2, 2] and sglang.cut_short == 0
 
 
+def test_LIFE_SGLANG_6_a_resumed_request_recomputes_its_prompt_and_its_output_in_one_chunk() -> None:
+    """4 pages; A = [1] and B = [11] of 4 tokens and C = [21] of 1, at 0, each to generate 2. A needs 4 + 2
+    = 6 against 16, B 6 against 12 - 2 = 10, C 3 against 8 - 4 = 4: all admitted, one page each, and the
+    first step prefills them and generates a token each. To decode, A takes the free page; B finds none
+    ([1] and [11] locked) and C, the newest, is retracted, its row freed. A and B then finish (step 2). C's
+    prefill is its prompt's token and the one it generated: 2 tokens, none a hit ((2 - 1) // 4 pages), one
+    chunk, as SGLang's extend runs from the match to the end of its output (schedule_policy.py:1603-1604):
+    its second token in step 3, 3 steps. Ended at the prompt's end, as LIFE-SERVE-4 ends a canonical chunk,
+    it would take a step more for the token it had generated: 4."""
+    trace = (Request(0, 4, 2, [1]), Request(0, 4, 2, [11]), Request(0, 1, 2, [21]))
+    sglang, a, b, c = serve(trace, 4)
+    assert (sglang.steps, sglang.preemptions, c.preemptions, c.recomputed_tokens) == (3, 1, 1, 0)
+    assert [line.output_tokens for line in (a, b, c)] == [2, 2, 2] and sglang.cut_short == 0
+
+
 def test_LIFE_SGLANG_8_a_finish_inserts_its_output_pages_which_the_canonical_pool_frees() -> None:
     """A = [1] of 4 tokens generating 9 computes 12 tokens: its finish inserts 3 whole pages, [1] and 2 of
     its own, which stay in the tree. Canonically its output's blocks are held and freed: 1 block left."""

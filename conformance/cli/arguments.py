@@ -121,11 +121,12 @@ def variation_ids(text: str) -> tuple[str, ...]:
     return ids
 
 
-def add_dialect(command: argparse.ArgumentParser, what: str, repeatable: bool = False) -> None:
-    """--dialect and --variation (spec/dialects.md): the reference as a known implementation runs it, or any set of variation points."""
+def add_dialect(command: argparse.ArgumentParser, what: str, repeatable: bool = False, served: str = "") -> None:
+    """--dialect and --variation (spec/dialects.md): the reference as a known implementation runs it, or any set of variation
+    points; ``served`` says what --serve does with a dialect, where it serves one."""
     command.add_argument("--dialect", metavar="NAME", choices=tuple(KNOWN_DIALECTS), action="append" if repeatable else "store",
                          help=f"{what} the dialect of a known implementation ({', '.join(KNOWN_DIALECTS)}; spec/dialects.md)"
-                              + ("; repeatable" if repeatable else ""))
+                              + ("; repeatable" if repeatable else "") + served)
     command.add_argument("--variation", metavar="V1,V2", type=variation_ids, action="extend", default=[],
                          help=f"{what} these variation points of spec/dialects.md, alone or on top of --dialect")
 

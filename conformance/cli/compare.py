@@ -52,7 +52,9 @@ def add(commands: Any) -> None:
                         type=typed(byte_count, "BEN-CMP-1", "capacity must be a number of bytes"),
                         help="the byte capacity of both sides: bytes, or with KiB, MiB, GiB or TiB (repeatable with TRACE; default: 64 MiB, "
                         "and 256 MiB for the two mixed-size traces; with TRACE, 16, 64 and 256 GiB)")
-    add_dialect(versus, "with TRACE: replay S3FIFO, LRU and FIFO also in", repeatable=True)
+    add_dialect(versus, "with TRACE: replay S3FIFO, LRU and FIFO also in", repeatable=True,
+                served="; with --serve, served too, over the engine's own pool (vllm, sglang, sglang-unified and their -lru and -fifo "
+                       "forms: spec/dialects.md section 9; the others, and --variation, are refused)")
     add_plot(versus, "the comparison")
     add_output(versus, "also write the rows as JSON here")
     add_jobs(versus, "the replays of TRACE")
@@ -64,8 +66,7 @@ def run_compare(args: argparse.Namespace) -> None:
     from kvspec.conformance.core.output import model_json, write_text, written_whole
     from kvspec.conformance.measurement import comparison
 
-    check_alone(args, [(args.dialect or args.variation, "--dialect or --variation: compare serves the benefit policy and the canonical "
-                        "S3FIFO, LRU and FIFO (vLLM's dialect served: kvspec sweep TRACE --serve --beside vllm)")])
+    check_alone(args, [])  # every --dialect served too, where its lifecycle is specified (server_for: spec/dialects.md section 9)
     if args.serve and args.trace is None:
         raise KvspecError("--serve serves a Mooncake trace's requests at their timestamps: give a TRACE (the seeded traces have none)")
     capacities = args.capacity_bytes or []

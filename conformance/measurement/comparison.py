@@ -21,7 +21,8 @@ from kvspec.reference.benefit import TRACES, ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
 from kvspec.reference.benefit.served import served_benefit
-from kvspec.reference.dialects import Dialect, in_catalogue_order
+from kvspec.reference.caches import server_for
+from kvspec.reference.dialects import CANONICAL, Dialect, in_catalogue_order
 from kvspec.reference.models import ServedResult
 from kvspec.reference.replay import ReplayConfig
 from kvspec.reference.service import ServiceModel
@@ -106,19 +107,28 @@ class ServedSide(BaseModel):
     capacity_bytes: int
     hit_rate: float = Field(description="total_hit_tokens / total_prompt_tokens; 0 for a trace without requests")
     result: ServedResult
+    dialect: str | None = Field(None, description="the engine's dialect (--dialect) this policy was served in, over the engine's own "
+                                                  "pool (spec/dialects.md section 9); else absent")
 
 
-def served_side(records: Any, policy: str, capacity: int, service: ServiceModel, block_size: int, path: str) -> ServedSide:
+def served_config(policy: str, capacity: int, service: ServiceModel, block_size: int, dialect: Dialect = CANONICAL) -> ReplayConfig:
+    """A block policy served at ⌊capacity / block bytes⌋ blocks (BEN-PREFIX-6), in ``dialect``."""
+    return ReplayConfig(policy, capacity // service.model.block_bytes(block_size), block_size, dialect=dialect)  # type: ignore[arg-type]
+
+
+def served_side(records: Any, policy: str, capacity: int, service: ServiceModel, block_size: int, path: str,
+                asked: tuple[str, Dialect] | None = None) -> ServedSide:
     """A TraceJob's function: the benefit policy served by LIFE-BEN-1 to LIFE-BEN-8 (indexed, as its replay is), or a block
-    policy by section 6 at ⌊capacity / block bytes⌋ blocks (BEN-PREFIX-6)."""
+    policy by section 6 at its capacity's blocks, canonical or in the dialect ``asked`` names over the engine's pool
+    (server_for: spec/dialects.md section 9, as `kvspec sweep --serve --beside` serves it)."""
     if policy == "benefit":
         served = served_benefit(records, capacity, service, block_size=block_size, path=path, policy_class=IndexedBenefitPolicy)
         result = ServedResult(**{name: value for name, value in asdict(served).items() if name != "per_request"})  # as served_replay's
     else:
-        blocks = capacity // service.model.block_bytes(block_size)  # BEN-PREFIX-6
-        result = served_replay(records, ReplayConfig(policy, blocks, block_size), service, path)  # type: ignore[arg-type]
+        config = served_config(policy, capacity, service, block_size, asked[1] if asked else CANONICAL)
+        result = served_replay(records, config, service, path)
     rate = result.total_hit_tokens / result.total_prompt_tokens if result.total_prompt_tokens else 0.0
-    return ServedSide(capacity_bytes=capacity, hit_rate=rate, result=result)
+    return ServedSide(capacity_bytes=capacity, hit_rate=rate, result=result, dialect=asked[0] if asked else None)
 
 
 
@@ -153,32 +163,32 @@ def run_trace(records: Records, path: str, capacities: list[int], block_size: in
     ``records(label)`` reads the trace afresh. Each replay is an independent job, which ``run`` runs as
     kvspec sweep's (conformance/core/parallel.py); every configuration is checked before ``run`` is
     called, so that one the spec refuses fails at once, before a cluster is sought. With a ``service``,
-    every policy at every capacity is also served (spec/lifecycle.md sections 6 and 7), first, as
+    every policy at every capacity is also served (spec/lifecycle.md sections 6 and 7), each dialect's over its engine's
+    pool (spec/dialects.md section 9, where server_for refuses a dialect whose lifecycle is not specified), first, as
     `kvspec sweep --serve` serves first: the one reading that refuses a trace whose timestamps go back fails before the rest."""
     capacities = list(dict.fromkeys(capacities))  # one row per capacity, as the offline optimum has
     jobs: list[TraceJob[Any]] = []
     dialect_of: list[tuple[str, Dialect] | None] = []  # each replay's dialect, as asked for; None for the canonical sides
     for capacity in capacities:
-        for policy in PREFIX_POLICIES:
-            label = f"{Path(path).name}, {policy} at {capacity / GIB:g} GiB"
+        for policy, asked in sides_of(dialects):
+            label = f"{Path(path).name}, {side_label(policy, asked)} at {capacity / GIB:g} GiB"
             if policy == "benefit":
                 jobs.append(TraceJob(label, replay_benefit, records, (capacity, block_size, model, path, IndexedBenefitPolicy)))
             else:
-                jobs.append(TraceJob(label, replay_blocks, records, (policy, capacity, block_size, model, path)))
-            dialect_of.append(None)
-        for name, policies in dialects:
-            for policy, dialect in policies.items():
-                label = f"{Path(path).name}, {policy} in {name} at {capacity / GIB:g} GiB"
+                dialect = asked[1] if asked else CANONICAL
                 jobs.append(TraceJob(label, replay_blocks, records, (policy, capacity, block_size, model, path, dialect)))
-                dialect_of.append((name, dialect))
+            dialect_of.append(asked)
     blocks = [capacity // model.block_bytes(block_size) for capacity in capacities]
     for job in jobs:  # each configuration checked before the first replay (BEN-PREFIX-6, S3-CONF-5), as a replay of no request
         job.function((), *job.arguments)
     jobs.append(TraceJob(f"{Path(path).name}, the offline optimum and a cache that never evicts", offline_optima, records,
                          ([*blocks, INT64_MAX], block_size, path)))
-    served_jobs = [TraceJob(f"{Path(path).name}, {policy} served at {capacity / GIB:g} GiB", served_side, records,
-                            (policy, capacity, service, block_size, path))
-                   for capacity in capacities for policy in PREFIX_POLICIES] if service is not None else []
+    served_sides = [] if service is None else [(policy, capacity, asked) for capacity in capacities for policy, asked in sides_of(dialects)]
+    for policy, capacity, asked in served_sides:  # LIFE-VLLM-1: each dialect's lifecycle specified, before any replay
+        if asked is not None:
+            server_for(served_config(policy, capacity, service, block_size, asked[1]))  # type: ignore[arg-type]  # service is given
+    served_jobs = [TraceJob(f"{Path(path).name}, {side_label(policy, asked)} served at {capacity / GIB:g} GiB", served_side, records,
+                            (policy, capacity, service, block_size, path, asked)) for policy, capacity, asked in served_sides]
     served, (*replays, (*optima, never_evicts)) = split(run([*served_jobs, *jobs]), len(served_jobs))
     sides = [side for side, asked in zip(replays, dialect_of, strict=True) if asked is None]
     dialect_sides = [DialectSide(dialect=asked[0], variations=in_catalogue_order(asked[1]), side=side)
@@ -186,6 +196,16 @@ def run_trace(records: Records, path: str, capacities: list[int], block_size: in
     return TraceComparison(trace=Path(path).name, model=model.name, block_size=block_size, block_bytes=model.block_bytes(block_size),
                            unbounded_hit_rate=never_evicts.hit_rate, offline_optimum=optima, sides=sides, dialect_sides=dialect_sides,
                            served=served if service is not None else None)
+
+
+def sides_of(dialects: Sequence[DialectPolicies]) -> list[tuple[str, tuple[str, Dialect] | None]]:
+    """The sides at one capacity, in their order: every policy of BEN-PREFIX-6, then each dialect's policies, with it."""
+    return [(policy, None) for policy in PREFIX_POLICIES] + [(policy, (name, dialect)) for name, policies in dialects
+                                                              for policy, dialect in policies.items()]
+
+
+def side_label(policy: str, asked: tuple[str, Dialect] | None) -> str:
+    return f"{policy} in {asked[0]}" if asked else policy
 
 
 def split(results: list[Any], count: int) -> tuple[list[Any], list[Any]]:
@@ -201,7 +221,7 @@ def rate_text(side: PrefixSide) -> str:
     return f"{hit_rate(side):.2%}" if side.prompt_tokens else "n/a"
 
 
-def side_name(side: PrefixSide, dialect: str | None = None) -> str:
+def side_name(side: PrefixSide | ServedResult, dialect: str | None = None) -> str:
     """A row's policy, and the dialect it was replayed in."""
     return f"{side.policy} ({dialect})" if dialect else side.policy
 
@@ -230,14 +250,15 @@ def trace_table(result: TraceComparison) -> str:
 
 def served_table(result: TraceComparison) -> str:
     """With --serve: each policy's hit rate one request at a time beside its hit rate served, and what serving cost."""
-    one_at_a_time = {(side.policy, side.capacity_bytes): side for side in result.sides}
-    width = max(len(policy) for policy in PREFIX_POLICIES)
+    one_at_a_time = {(None, side.policy, side.capacity_bytes): side for side in result.sides}
+    one_at_a_time.update({(d.dialect, d.side.policy, d.side.capacity_bytes): d.side for d in result.dialect_sides})
+    width = max(len(side_name(served.result, served.dialect)) for served in result.served or [])
     lines = ["served as a server runs the trace (spec/lifecycle.md sections 6 and 7) beside one request at a time:",
              f"{'capacity':>10} {'policy':<{width}} {'one at a time':>14} {'served':>9} {'preemptions':>12} {'recomputed':>12} "
              f"{'peak referenced':>16} {'mean wait (s)':>14}"]
     for served in result.served or []:
-        alone, run = one_at_a_time[(served.result.policy, served.capacity_bytes)], served.result
-        lines.append(f"{served.capacity_bytes / GIB:>6g} GiB {run.policy:<{width}} {rate_text(alone):>14} "
+        alone, run = one_at_a_time[(served.dialect, served.result.policy, served.capacity_bytes)], served.result
+        lines.append(f"{served.capacity_bytes / GIB:>6g} GiB {side_name(run, served.dialect):<{width}} {rate_text(alone):>14} "
                      f"{served.hit_rate:>9.2%} {run.preemptions:>12,} {run.total_recomputed_tokens:>12,} "
                      f"{run.peak_referenced_blocks:>16,} {run.mean_waiting_ms / 1000:>14,.2f}")
     return "\n".join(lines)
@@ -267,11 +288,11 @@ def plot_trace(result: TraceComparison, path: Path) -> None:
     for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
         rate.plot(gib, [100 * hit_rate(side) for side in sides], **style)
-    for policy in PREFIX_POLICIES:  # served, dotted beside the solid line one request at a time (as kvspec sweep --serve draws it)
-        served = [s for s in result.served or [] if s.result.policy == policy]
-        if served:
-            rate.plot([s.capacity_bytes / GIB for s in served], [100 * s.hit_rate for s in served],
-                      **served_style(POLICY_STYLES[policy]))
+    styles = dialect_styles(result)
+    for name, policy in dict.fromkeys((s.dialect, s.result.policy) for s in result.served or []):
+        served = [s for s in result.served or [] if (s.dialect, s.result.policy) == (name, policy)]  # dotted beside the line one at
+        rate.plot([s.capacity_bytes / GIB for s in served], [100 * s.hit_rate for s in served],  # a time, as kvspec sweep --serve draws it
+                  **served_style(POLICY_STYLES[policy] if name is None else styles[(name, policy)]))
     for style, sides in lines:
         gib = [side.capacity_bytes / GIB for side in sides]
         saved.plot(gib, [side.saved_prefill_ms / 1000 for side in sides], **style)

@@ -294,8 +294,9 @@ class VllmServer(EngineServer):
         return True
 
     def chunk(self, state: InService, budget: int) -> int:
-        """LIFE-VLLM-6: what is left of the prefill, a resumed request's output too, at most the budget: vLLM does
-        not end a chunk at the prompt's end (``sched/scheduler.py:1306, 1346``; ``:839-848``)."""
+        """LIFE-VLLM-6, LIFE-SGLANG-6: what is left of the prefill, a resumed request's output too, at most the
+        budget: neither engine ends a chunk at the prompt's end (vLLM's ``sched/scheduler.py:1306, 1346``;
+        ``:839-848``; SGLang's ``schedule_policy.py:1603-1604``, ``schedule_batch.py:1672-1690``)."""
         return min(state.prefill_end - state.position, budget)
 
     def uncomputed(self, rid: int, k: int) -> int:

@@ -15,7 +15,7 @@ from ..replay import ReplayConfig
 from ..serve import InService
 from ..trace import Request
 from .baselines import Paths
-from .in_flight import EngineServer, VllmPool, refuse
+from .in_flight import EngineServer, VllmPool, VllmServer, refuse
 from .radix import Node, RadixCache, descendants
 
 CLIP_MAX_NEW_TOKENS = 4096  # schedule_policy.py:89, SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION's default
@@ -221,6 +221,8 @@ class SglangServer(EngineServer):
         self.pool.allocate(rid, k, node)
         self.admitted(rid, k)
         return True
+
+    chunk = VllmServer.chunk  # LIFE-SGLANG-6: a resumed request's prompt and output in one extend, as in vLLM
 
     def uncomputed(self, rid: int, k: int) -> int:
         """LIFE-SGLANG-7: none: a page is in the tree only once a step has computed it."""
