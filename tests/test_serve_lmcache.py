@@ -279,7 +279,8 @@ def test_LIFE_LMCACHE_1_kvspec_replay_serve_dialect_lmcache_reports_the_dialect_
         result = json.loads(done.stdout)
         assert result["policy"] == policy and result["dialect"][-1] == last and result["requests"] > 0
         assert (result["refused"], result["preemptions"], result["own_blocks"], result["uncomputed_tokens"]) == (0, 0, 0, 0)
-    done = kvspec("replay", "synthetic", "--serve", "--capacity", "512", "--dialect", "lmcache", "--policy", "lru", "--variation", "hit-cap-last-token")
+    done = kvspec("replay", "synthetic", "--serve", "--capacity", "512", "--dialect", "lmcache", "--policy", "lru",
+                  "--variation", "hit-cap-last-token")
     assert done.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
 

@@ -205,7 +205,8 @@ def test_LIFE_VLLM_1_kvspec_replay_serve_dialect_vllm_reports_the_dialect_and_re
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["policy"] == "lru" and result["dialect"][-1] == "lru-free-queue" and result["refused"] == 0 and result["requests"] > 0
-    for args in (["--dialect", "lmcache", "--policy", "lru", "--variation", "hit-cap-last-token"], ["--policy", "lru", "--variation", "pin-request"]):
+    for args in (["--dialect", "lmcache", "--policy", "lru", "--variation", "hit-cap-last-token"],
+                 ["--policy", "lru", "--variation", "pin-request"]):
         run = kvspec("replay", "synthetic", "--serve", "--capacity", "512", *args)
         assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm" in run.stderr, run.stderr
         assert "Traceback" not in run.stderr and run.stdout == ""

@@ -15,6 +15,7 @@ from ..contracts import ensure
 from ..replay import ReplayConfig
 from ..request import prefix_hit_blocks
 from ..serve import InService
+from . import dialect_policy
 from .engine import EngineReplay
 from .in_flight import EngineServer
 
@@ -113,8 +114,6 @@ class LmcacheServer(EngineServer):
     pool: LmcachePool  # type: ignore[assignment]
 
     def empty_pool(self, config: ReplayConfig) -> LmcachePool:  # type: ignore[override]
-        from . import dialect_policy  # the package's, loaded by the time a server is asked for
-
         self.stores: list[tuple[LmcacheRequest, int]] = []  # the step's stores, each request's and its whole chunks (LIFE-LMCACHE-6)
         store = dialect_policy(config.policy, config.dialect, config.capacity, config.block_size, config.small_ratio, config.max_freq)
         assert isinstance(store, EngineReplay)  # REPLAY-DIALECT-9's, in lmcache's dialect
