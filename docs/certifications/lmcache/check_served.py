@@ -167,29 +167,31 @@ def random_operations(rng: random.Random, policy: str) -> tuple[int, int]:
         pool.engine.close()  # type: ignore[attr-defined]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="random operations only, fewer of them")
-    parser.add_argument("--seed", type=int, default=31)
-    args = parser.parse_args()
-    rng = random.Random(args.seed)
-    try:
+def check(rng: random.Random, quick: bool) -> None:
+    """Random operations of the pool, then (unless quick) both traces served: one line a run."""
+    for policy in ("lru", "fifo"):
+        start, operations, pinned = time.perf_counter(), 0, 0
+        runs = 200 if quick else 1000
+        for _ in range(runs):
+            made = random_operations(rng, policy)
+            operations, pinned = operations + made[0], pinned + made[1]
+        print(f"random {policy}: {runs} stores (capacities 1-8, block sizes 1-4), {operations:,} operations agree, "
+              f"{pinned:,} stores made while a chunk was pinned ({time.perf_counter() - start:.0f} s)", flush=True)
+    for name in () if quick else ("conversation", "synthetic"):
         for policy in ("lru", "fifo"):
-            start, operations, pinned = time.perf_counter(), 0, 0
-            runs = 200 if args.quick else 1000
-            for _ in range(runs):
-                made = random_operations(rng, policy)
-                operations, pinned = operations + made[0], pinned + made[1]
-            print(f"random {policy}: {runs} stores (capacities 1-8, block sizes 1-4), {operations:,} operations agree, "
-                  f"{pinned:,} stores made while a chunk was pinned ({time.perf_counter() - start:.0f} s)", flush=True)
-        if args.quick:
-            return
-        for name in ("conversation", "synthetic"):
-            for policy in ("lru", "fifo"):
-                for capacity in (256, 1024, 4096):
-                    start = time.perf_counter()
-                    line = served(name, policy, capacity)
-                    print(f"{name} {policy} capacity {capacity}: {line} ({time.perf_counter() - start:.0f} s)", flush=True)
+            for capacity in (256, 1024, 4096):
+                start = time.perf_counter()
+                line = served(name, policy, capacity)
+                print(f"{name} {policy} capacity {capacity}: {line} ({time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="the served replay in lmcache against LMCache's LocalCPUBackend")
+    parser.add_argument("--seed", type=int, default=31, help="of the random operations")
+    parser.add_argument("--quick", action="store_true", help="random operations only, fewer of them")
+    options = parser.parse_args()
+    try:
+        check(random.Random(options.seed), options.quick)
     except Different as difference:
         print(f"DIFFERENT: {difference}")
         sys.exit(1)
