@@ -171,5 +171,9 @@ def server_for(config: ReplayConfig) -> type[serve.Server]:
         from .dialects.in_flight_radix import SglangServer
 
         return SglangServer
-    raise ConfigError("LIFE-VLLM-1", "a served replay takes the canonical policies and the dialects vllm, sglang and sglang-unified "
-                                     "(exactly: no --variation); the lifecycle of LMCache is not yet specified (spec/dialects.md section 9)")
+    if config.policy in ("lru", "fifo") and config.dialect == dialect_for(config.policy, "lmcache"):
+        from .dialects.in_flight_lmcache import LmcacheServer
+
+        return LmcacheServer
+    raise ConfigError("LIFE-VLLM-1", "a served replay takes the canonical policies and the dialects vllm, sglang, sglang-unified and "
+                                     "lmcache (exactly: no --variation; spec/dialects.md section 9)")

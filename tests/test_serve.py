@@ -262,7 +262,8 @@ def test_LIFE_SERVE_7_kvspec_replay_serve_writes_the_result_and_every_line(tmp_p
     (["--serve", "--gpus", "9223372036854775808"], "LIFE-SERVE-1: gpus must be a positive integer of at most 2**63 - 1, not 9223372036854775808"),
     (["--serve", "--gpus", "1.5"], "LIFE-SERVE-1: gpus must be a positive integer"),
     (["--serve", "--max-running", "9", "--step-tokens", "8"], "LIFE-SERVE-1: max_running 9 is more than step_tokens 8"),
-    (["--serve", "--dialect", "lmcache", "--policy", "lru"], "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm"),
+    (["--serve", "--dialect", "lmcache", "--policy", "lru", "--variation", "hit-cap-last-token"],
+     "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm"),
     (["--serve", "--adapter", "cmd:true"], "--serve runs the reference alone, without --adapter"),
 ])
 def test_LIFE_SERVE_1_a_bad_service_option_is_one_line_naming_it(args: list[str], message: str) -> None:
@@ -289,5 +290,5 @@ def test_LIFE_SERVE_7_kvspec_sweep_serve_serves_each_policy_at_each_capacity_bes
 def test_LIFE_SERVE_1_kvspec_sweep_serve_refuses_what_it_cannot_serve() -> None:
     run = kvspec("sweep", "synthetic", "--serve", "--ablate")
     assert run.returncode == 1 and "--serve runs the reference alone, without --ablate" in run.stderr, run.stderr
-    run = kvspec("sweep", "synthetic", "--serve", "--beside", "lmcache")
-    assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm" in run.stderr, run.stderr
+    run = kvspec("sweep", "synthetic", "--serve", "--beside", "lmcache-mru")
+    assert run.returncode != 0 and "invalid choice: 'lmcache-mru'" in run.stderr and "Traceback" not in run.stderr, run.stderr

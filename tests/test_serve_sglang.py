@@ -254,13 +254,14 @@ def kvspec(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*KVSPEC, *args], capture_output=True, text=True, timeout=300, env={**os.environ, "KVSPEC_CONTRACTS": "0"})
 
 
-def test_LIFE_SGLANG_1_kvspec_replay_serve_dialect_sglang_reports_the_dialect_and_refuses_lmcache() -> None:
+def test_LIFE_SGLANG_1_kvspec_replay_serve_dialect_sglang_reports_the_dialect_and_refuses_a_variation() -> None:
     for policy, name, last in (("lru", "sglang", "radix-lru-leaves"), ("fifo", "sglang-unified", "split-keeps-creation")):
         run = kvspec("replay", "synthetic", "--serve", "--dialect", name, "--policy", policy, "--capacity", "512")
         assert run.returncode == 0, run.stderr
         result = json.loads(run.stdout)
         assert result["policy"] == policy and result["dialect"][-1] == last and result["uncomputed_tokens"] == 0 and result["requests"] > 0
-    run = kvspec("replay", "synthetic", "--serve", "--capacity", "512", "--dialect", "lmcache", "--policy", "lru")
+    run = kvspec("replay", "synthetic", "--serve", "--capacity", "512", "--dialect", "lmcache", "--policy", "fifo",
+                 "--variation", "hit-cap-last-token")
     assert run.returncode == 1 and "LIFE-VLLM-1: a served replay takes the canonical policies and the dialects vllm, sglang" in run.stderr
     assert "Traceback" not in run.stderr and run.stdout == ""
 

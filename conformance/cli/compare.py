@@ -53,7 +53,7 @@ def add(commands: Any) -> None:
                         help="the byte capacity of both sides: bytes, or with KiB, MiB, GiB or TiB (repeatable with TRACE; default: 64 MiB, "
                         "and 256 MiB for the two mixed-size traces; with TRACE, 16, 64 and 256 GiB)")
     add_dialect(versus, "with TRACE: replay S3FIFO, LRU and FIFO also in", repeatable=True,
-                served="; with --serve, served too, over the engine's own pool (vllm, sglang, sglang-unified and their -lru and -fifo "
+                served="; with --serve, served too, over the engine's own pool (vllm, sglang, sglang-unified, lmcache and their -lru and -fifo "
                        "forms: spec/dialects.md section 9; the others, and --variation, are refused)")
     add_plot(versus, "the comparison")
     add_output(versus, "also write the rows as JSON here")

@@ -133,17 +133,26 @@ class EngineReplay(EngineCache):
         return stored
 
     def touch_then_store(self, hits: list[int], rest: list[int]) -> int:
-        """REPLAY-DIALECT-9 (allocate-then-put): the hit blocks are accessed by the policy's own rule (in
-        reverse order under LRU-DIALECT-4, lru-reverse-touch); then a slot is allocated for each block after
-        the hit, in order, evicting one block while the queue and the slots already allocated fill
-        the cache, and stopping, with this block and the rest not stored, when there is none to
-        evict; then each block allocated is appended at the tail, unless it is resident by then,
-        when it is left where it is. The blocks stored."""
-        cache = self.cache
+        """REPLAY-DIALECT-9 (allocate-then-put): the hit blocks touched, then the blocks after the hit
+        stored. The blocks stored."""
+        self.touch(hits)
+        return self.put(rest)
+
+    def touch(self, hits: list[int]) -> None:
+        """REPLAY-DIALECT-9: the hit blocks are accessed by the policy's own rule (in reverse order under
+        LRU-DIALECT-4, lru-reverse-touch)."""
         for h in reversed(hits) if "lru-reverse-touch" in self.dialect else hits:
-            cache.access(h)  # a hit: the policy's access cites its own clause, which this line shares (FIX-4)
+            self.cache.access(h)  # a hit: the policy's access cites its own clause, which this line shares (FIX-4)
+
+    def put(self, blocks: list[int]) -> int:
+        """REPLAY-DIALECT-9: a slot is allocated for each block, in order, evicting one block while the
+        queue and the slots already allocated fill the cache, and stopping, with this block and the
+        rest not stored, when there is none to evict (a pinned block is none: LIFE-LMCACHE-5); then
+        each block allocated is appended at the tail, unless it is resident by then, when it is left
+        where it is. The blocks stored."""
+        cache = self.cache
         allocated: list[int] = []
-        for h in rest:
+        for h in blocks:
             if cache.resident_count() + len(allocated) >= cache.capacity and not self.evict_one():
                 break  # REPLAY-DIALECT-9: nothing left to evict, so the store stops
             allocated.append(h)
