@@ -89,6 +89,8 @@ class Pool:
     held: int = 0  # LIFE-POOL-1: the blocks requests hold outside the cache
     requests: dict[int, Request] = field(default_factory=dict)
 
+    usable = usable  # LIFE-POOL-3, a method for lookup's scan
+
     @classmethod
     def empty(cls, config: ReplayConfig) -> "Pool":
         """An empty pool of the configuration's canonical policy, in use."""
@@ -128,15 +130,16 @@ class Pool:
             "LIFE-INV-2: every hit block is computed")
     def lookup(self, rid: int) -> int:
         """LIFE-LOOKUP-1: k, the longest prefix of usable blocks; it changes nothing."""
-        return prefix_hit_blocks(self.waiting(rid).blocks, lambda h: usable(self, h))
+        return prefix_hit_blocks(self.waiting(rid).blocks, self.usable)
 
     def fits(self, request: Request) -> bool:
         """LIFE-ALLOC-4: the request's blocks that no other request references (each once, resident
         or not) fit beside the blocks held and those referenced (by other requests: a waiting one
         references none), or nothing is in use."""
-        refs = self.policy.refs
-        in_use = self.held + len(refs)
-        return not in_use or len(set(request.blocks).difference(refs)) <= self.capacity - in_use
+        refs, blocks = self.policy.refs, request.blocks
+        room = self.capacity - self.held - len(refs)
+        # the set only when its blocks, counted with repeats and referenced ones, do not fit already
+        return room == self.capacity or len(blocks) <= room or len(set(blocks).difference(refs)) <= room
 
     @require(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)
     @ensure(lambda self: pool_holds(self), "LIFE-INV-1", per_access_state=True)

@@ -77,10 +77,12 @@ class Server:
         result, ticks_per_ms = self.result, self.ticks_per_ms
         arrivals = arrivals_in_order(records, self.block_size, path, result)
         upcoming = next(arrivals, None)
+        arrives = upcoming[2].timestamp * ticks_per_ms if upcoming is not None else None  # in ticks, once a request
         while upcoming is not None or self.running or self.waiting:
-            while upcoming is not None and upcoming[2].timestamp * ticks_per_ms <= self.now:
+            while arrives is not None and arrives <= self.now:
                 self.arrive(*upcoming)
                 upcoming = next(arrivals, None)
+                arrives = upcoming[2].timestamp * ticks_per_ms if upcoming is not None else None
             self.preempted = False
             self.due_events()
             chunks = self.schedule()
@@ -89,14 +91,13 @@ class Server:
             elif self.decoders:
                 # decoding alone until an event; an arrival matters only when nothing waits before it, and a step
                 # that preempted admits nothing, so the next may (LIFE-SERVE-3)
-                self.decode_stretch(upcoming[2].timestamp * ticks_per_ms if upcoming is not None and not self.waiting else None,
-                                    one_step=self.preempted)
+                self.decode_stretch(arrives if not self.waiting else None, one_step=self.preempted)
             elif self.preempted:
                 continue  # a step that preempted, with nothing to run: the next one admits (LIFE-SERVE-3)
             elif self.running or self.waiting:
                 raise KvspecError("LIFE-SERVE-3: requests wait or run, and no step can be made (a bug of the served replay)")
-            elif upcoming is not None:
-                self.now = max(self.now, upcoming[2].timestamp * ticks_per_ms)  # idle until the next arrival
+            elif arrives is not None:
+                self.now = max(self.now, arrives)  # idle until the next arrival
         result.peak_referenced_blocks, result.peak_running, result.steps = self.peak_referenced, self.peak_running, self.steps
         result.served_ms = self.ms(self.now)
         result.mean_waiting_ms = round(self.waited_ticks / ticks_per_ms / result.requests, 3) if result.requests else 0.0
@@ -120,7 +121,9 @@ class Server:
         """The prefill chunks of this step, (request, tokens), after its decoders' slots (LIFE-SERVE-5) and admissions."""
         chunks: list[tuple[int, int]] = []
         self.chunked = 0
-        for rid in [rid for rid in self.running if self.in_service[rid].decoding_since < 0]:
+        # the running requests in their prefill, looked for only when some are (each running request not decoding is)
+        prefills = [rid for rid in self.running if self.in_service[rid].decoding_since < 0] if len(self.running) > self.decoders else []
+        for rid in prefills:
             request = self.pool.requests.get(rid)
             if request is None or not request.running:
                 continue  # preempted, or cut short, for an earlier one's slot (LIFE-SERVE-5)
@@ -128,7 +131,7 @@ class Server:
                 break
             self.take_chunk(rid, chunks)
         # vLLM 0.33.0 scheduler.py:1050: a step that preempted admits no waiting request
-        while not self.preempted and self.budget() > 0 and self.waiting and len(self.running) < self.service.max_running:
+        while self.waiting and not self.preempted and self.budget() > 0 and len(self.running) < self.service.max_running:
             rid = self.waiting[0]
             if not self.admit(rid):
                 break  # vLLM 0.33.0 vllm/v1/core/sched/scheduler.py:1454-1461: first come first served, none passes the head

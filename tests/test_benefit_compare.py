@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kvspec.reference.benefit import TRACES, BenefitConfig, CostSample, LRUBaseline, compare
-from kvspec.reference.benefit.compare import replay_policy
+from kvspec.reference.benefit import TRACES, BenefitConfig, CostSample, LRUBaseline
+from kvspec.reference.benefit.compare import compare, replay_policy
 from kvspec.reference.benefit.traces import Access, XorShift64, access_for, mixed_reuse, mixed_size, one_shot, turn_growth, zipf_hotset
 
 MIB = 1 << 20

@@ -15,7 +15,8 @@ import pytest
 from kvspec.conformance.measurement import comparison, sweep
 from kvspec.conformance.measurement.plots import OFFLINE_OPTIMUM, POLICY_STYLES
 from kvspec.reference import ReplayConfig, TraceFile
-from kvspec.reference.benefit import TRACES, compare
+from kvspec.reference.benefit import TRACES
+from kvspec.reference.benefit.compare import compare
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for
 
 NAME = "conversation_trace.jsonl.gz"  # a bundled trace's file name: its figure names the trace in words

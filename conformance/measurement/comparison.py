@@ -17,7 +17,8 @@ from kvspec.conformance.measurement.indexed_benefit import IndexedBenefitPolicy
 from kvspec.conformance.measurement.offline_optimum import OfflineOptimum, offline_optima
 from kvspec.conformance.measurement.plots import (POLICY_STYLES, dialect_style, draw_ceilings, figure, legend_outside, on_trace, save,
                                                   served_style)
-from kvspec.reference.benefit import TRACES, ComparisonRow, compare
+from kvspec.reference.benefit import TRACES
+from kvspec.reference.benefit.compare import ComparisonRow, compare
 from kvspec.reference.benefit.model import Model
 from kvspec.reference.benefit.prefix import PREFIX_POLICIES, PrefixSide, replay_benefit, replay_blocks
 from kvspec.reference.benefit.served import served_benefit
