@@ -147,7 +147,7 @@ class EngineReplay(EngineCache):
     def put(self, blocks: list[int]) -> int:
         """REPLAY-DIALECT-9: a slot is allocated for each block, in order, evicting one block while the
         queue and the slots already allocated fill the cache, and stopping, with this block and the
-        rest not stored, when there is none to evict (a pinned block is none: LIFE-LMCACHE-5); then
+        rest not stored, when there is none to evict (in flight, a pinned block is none: in_flight_lmcache.py); then
         each block allocated is appended at the tail, unless it is resident by then, when it is left
         where it is. The blocks stored."""
         cache = self.cache
