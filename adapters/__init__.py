@@ -30,6 +30,7 @@ from .interface import Adapter, AdapterFailure, described, described_error
 from .process import ProcessAdapter, ServedAdapter
 
 REPLAY_METHODS = ("configure", "hit_tokens", "access", "resident_count", "snapshot")  # interface.Adapter
+LIFECYCLE_METHODS = ("arrive", "lookup", "allocate", "compute", "decode", "finish", "preempt", "lifecycle_state")  # interface.LifecycleAdapter
 BENEFIT_METHODS = ("configure_benefit", "consider_admission", "record_hit", "record_miss", "observe_pressure", "choose_victims",
                    "select_probation_cap_victims", "remove", "benefit_state")  # benefit.BenefitAdapter
 SPEC_FORMS = '"reference", "python:module:factory", "in-process:module:factory" or "cmd:program args"'
@@ -233,6 +234,9 @@ def checked(factory_name: str, adapter: Any) -> Any:
     if common or (replay and benefit):
         missing = common + (replay if len(replay) <= len(benefit) else benefit)
         raise AdapterFailure(f"{factory_name}() returned {described(adapter)}, not an Adapter (no {', '.join(missing)})", "PROTO-18")
+    lifecycle = [name for name in LIFECYCLE_METHODS if not hasattr(adapter, name)]
+    if getattr(adapter, "lifecycle", False) is True and lifecycle:  # PROTO-35: offered, by the LifecycleAdapter methods
+        raise AdapterFailure(f"{factory_name}() returned {described(adapter)}, which offers the lifecycle and has no {', '.join(lifecycle)}", "PROTO-18")
     return adapter
 
 

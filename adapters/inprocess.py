@@ -25,15 +25,32 @@ from kvspec.reference.validation import INT64_MAX, INT64_MIN
 from .benefit import BenefitState
 from .deadline import TAKEN, Expired, Misreply, Raised, T, TimerTaken, within
 from .deadline import WATCHDOG as WATCHDOG  # X as X: a name its importers read from this module, where it was first written
-from .interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot, described, described_error, printable
+from .interface import (
+    AdapterConfig,
+    AdapterFailure,
+    ConfigRefused,
+    Finished,
+    Identity,
+    LifecycleState,
+    Level,
+    Snapshot,
+    described,
+    described_error,
+    printable,
+)
+from .lifecycle_messages import FinishReply, LifecycleStateReply, LookupReply, MadeReply
 from .protocol import BenefitStateReply, CapRepairReply, DecisionReply, VictimsReply
-from .wire import as_received, cap_json, cap_of, decision_json, decision_of, state_json, state_of, summary
+from .wire import as_received, cap_json, cap_of, decision_json, decision_of, lifecycle_reply_json, state_json, state_of, summary
 
 LEVELS = ("results", "state")
 DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
 VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
 BENEFIT_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(BenefitStateReply)
+# PROTO-37 to PROTO-44: the reply schema each lifecycle operation's result is checked against
+LIFECYCLE_REPLIES: dict[str, TypeAdapter[Any]] = {"lookup": TypeAdapter(LookupReply), "allocate": TypeAdapter(MadeReply),
+                                                  "decode": TypeAdapter(MadeReply), "finish": TypeAdapter(FinishReply),
+                                                  "lifecycle_state": TypeAdapter(LifecycleStateReply)}
 ADAPTER_CLAUSE = "PROTO-"
 
 
@@ -48,6 +65,7 @@ class InProcessAdapter:
         self.identity = self._guard("identity", lambda: identity_of(self._inner.identity), timeout=start_timeout)
         self.level: Level = self._guard("level", lambda: level_of(self._inner.level), timeout=start_timeout)
         self.policies: tuple[str, ...] = self._guard("policies", lambda: policies_of(self._inner.policies), timeout=start_timeout)
+        self.lifecycle: bool = self._guard("lifecycle", lambda: lifecycle_of(getattr(self._inner, "lifecycle", False)), timeout=start_timeout)
 
     @property
     def failed(self) -> bool:
@@ -169,6 +187,38 @@ class InProcessAdapter:
     def benefit_state(self) -> BenefitState:
         return self._method("benefit_state", check=lambda value: state_of(wired(BENEFIT_STATE_REPLY, lambda: state_json(value))))  # type: ignore[no-any-return]
 
+    # The LifecycleAdapter methods (PROTO-37 to PROTO-44): the Pool's, by name and arguments -------------
+
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        self._method("arrive", rid, list(hash_ids), input_length)
+
+    def lookup(self, rid: int) -> int:
+        return self._lifecycle("lookup", rid).k  # type: ignore[no-any-return]
+
+    def allocate(self, rid: int) -> bool:
+        return self._lifecycle("allocate", rid).made  # type: ignore[no-any-return]
+
+    def compute(self, rid: int, upto: int) -> None:
+        self._method("compute", rid, upto)
+
+    def decode(self, rid: int) -> bool:
+        return self._lifecycle("decode", rid).made  # type: ignore[no-any-return]
+
+    def finish(self, rid: int) -> Finished:
+        reply = self._lifecycle("finish", rid)
+        return Finished(reply.hit_tokens, reply.recomputed_tokens)
+
+    def preempt(self, rid: int) -> None:
+        self._method("preempt", rid)
+
+    def lifecycle_state(self) -> LifecycleState:
+        reply = self._lifecycle("lifecycle_state")
+        return LifecycleState(tuple(reply.small), tuple(reply.main), tuple(reply.ghost), tuple(reply.refs), tuple(reply.pending), reply.held)
+
+    def _lifecycle(self, name: str, *args: Any) -> Any:
+        """PROTO-29: the method's result through its reply's schema, read back from its JSON, as a process's reply is."""
+        return self._method(name, *args, check=lambda value: wired(LIFECYCLE_REPLIES[name], lambda: lifecycle_reply_json(name, value)))
+
     def close(self) -> None:
         """PROTO-13, PROTO-29: the object's own close, within the deadline; a failure is the implementation's."""
         if self._failed is None:
@@ -186,7 +236,7 @@ def count(name: str, value: object) -> int:
 
 
 def wired(reply: TypeAdapter[Any], convert: Callable[[], dict[str, Any]]) -> Any:
-    """A benefit result through the reply schema its protocol message has (PROTO-19 to PROTO-28),
+    """A benefit or lifecycle result through the reply schema its protocol message has (PROTO-19 to PROTO-28, PROTO-37 to PROTO-44),
     read back from its JSON, as a process's reply is: nothing of the implementation's objects
     (a str that equals everything, an int of its own class) reaches kvspec."""
     try:
@@ -212,6 +262,13 @@ def level_of(value: object) -> Level:
     if type(value) is not str or value not in LEVELS:
         raise Misreply(f"level is {described(value)}, not one of {', '.join(LEVELS)}", "PROTO-6")
     return value  # type: ignore[return-value]
+
+
+def lifecycle_of(value: object) -> bool:
+    """PROTO-35: whether the object offers the lifecycle, a bool itself (absent: it offers none)."""
+    if type(value) is not bool:
+        raise Misreply(f"lifecycle is {described(value)}, not a boolean", "PROTO-35")
+    return value
 
 
 def policies_of(value: object) -> tuple[str, ...]:

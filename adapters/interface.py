@@ -4,6 +4,8 @@ An adapter drives one block-cache implementation under the longest-prefix replay
 spec/replay.md. The suite configures it once per example, then for each request asks for the
 request's hit tokens (the prefix scan, which must change nothing), then has it access the
 request's blocks in order, then reads the resident count and, at the ``state`` level, the queues.
+An implementation that offers the lifecycle (LifecycleAdapter) also runs requests in flight in one
+pool, by the reference Pool's operations.
 """
 
 from dataclasses import dataclass
@@ -86,6 +88,59 @@ class Adapter(Protocol):
 
     def close(self) -> None:
         """Release the implementation (end its process, if it has one)."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """PROTO-42: a finished request's accounting, as the reference Pool's finish returns it (a Request has these two)."""
+
+    hit_tokens: int  # LIFE-HIT-1
+    recomputed_tokens: int  # LIFE-HIT-2
+
+
+@dataclass(frozen=True)
+class LifecycleState:
+    """PROTO-44: the pool (spec/lifecycle.md section 1): the queues as a Snapshot's, each referenced block with
+    its count by hash id, the resident blocks not computed by hash id, and the count of blocks held."""
+
+    small: tuple[tuple[int, int], ...] = ()
+    main: tuple[tuple[int, int], ...] = ()
+    ghost: tuple[int, ...] = ()
+    refs: tuple[tuple[int, int], ...] = ()
+    pending: tuple[int, ...] = ()
+    held: int = 0
+
+
+class LifecycleAdapter(Adapter, Protocol):
+    """PROTO-35 to PROTO-44: an implementation that offers the lifecycle (``lifecycle`` true). Its
+    methods are the reference Pool's (reference/lifecycle.py), by name and arguments, on the pool
+    its last ``configure`` built empty; kvspec calls each only when the pool's state allows it (PROTO-36)."""
+
+    lifecycle: bool
+
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        """LIFE-ARRIVE-1."""
+
+    def lookup(self, rid: int) -> int:
+        """LIFE-LOOKUP-1: k; it changes nothing."""
+
+    def allocate(self, rid: int) -> bool:
+        """LIFE-ALLOC-1 to LIFE-ALLOC-4: whether the allocation is made."""
+
+    def compute(self, rid: int, upto: int) -> None:
+        """LIFE-COMPUTE-1: the request's blocks [computed, upto) computed."""
+
+    def decode(self, rid: int) -> bool:
+        """LIFE-DECODE-1: whether the block is made."""
+
+    def finish(self, rid: int) -> Finished:
+        """LIFE-FINISH-1: an object with the request's ``hit_tokens`` and ``recomputed_tokens`` (the Pool's Request is one)."""
+
+    def preempt(self, rid: int) -> None:
+        """LIFE-PREEMPT-1."""
+
+    def lifecycle_state(self) -> LifecycleState:
+        """The pool (``state`` level only)."""
 
 
 def described(value: object) -> str:

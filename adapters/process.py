@@ -91,6 +91,7 @@ class ProcessAdapter(ProcessRequests):
         self.reply_timeout = reply_timeout
         self.start_timeout = start_timeout
         self.policies: tuple[str, ...] = ()
+        self.lifecycle = False
         self._seq = 0
         self._failed: str | None = None
         self._closed = False
@@ -132,6 +133,7 @@ class ProcessAdapter(ProcessRequests):
         self.identity = Identity(printable(implementation.name), printable(implementation.language), printable(implementation.version))
         self.level = reply.level
         self.policies = tuple(reply.policies)
+        self.lifecycle: bool = reply.lifecycle  # PROTO-35
 
     @property
     def failed(self) -> bool:

@@ -1,6 +1,6 @@
 """The Adapter and BenefitAdapter methods of an implementation in its own process (adapters/process.py),
 each one request of spec/adapter-protocol.md and the reply it expects: the cache's (PROTO-7 to
-PROTO-12) and the benefit policy's (PROTO-20 to PROTO-28). How a request travels and what a broken
+PROTO-12), the benefit policy's (PROTO-20 to PROTO-28) and the lifecycle's (PROTO-37 to PROTO-44). How a request travels and what a broken
 reply is are process.py's.
 """
 
@@ -13,7 +13,22 @@ from kvspec.reference import KvspecError
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision, Victims
 
 from .benefit import BenefitState
-from .interface import AdapterConfig, ConfigRefused, Level, Snapshot, printable
+from .interface import AdapterConfig, ConfigRefused, Finished, LifecycleState, Level, Snapshot, printable
+from .lifecycle_messages import (
+    OfRequest,
+    AllocateRequest,
+    ArriveRequest,
+    ComputeRequest,
+    DecodeRequest,
+    FinishReply,
+    FinishRequest,
+    LifecycleStateReply,
+    LifecycleStateRequest,
+    LookupReply,
+    LookupRequest,
+    MadeReply,
+    PreemptRequest,
+)
 from .protocol import (
     CONFIGURE_REPLY,
     AccessReply,
@@ -54,6 +69,10 @@ DECISION_REPLY: TypeAdapter[Any] = TypeAdapter(DecisionReply)
 VICTIMS_REPLY: TypeAdapter[Any] = TypeAdapter(VictimsReply)
 CAP_REPAIR_REPLY: TypeAdapter[Any] = TypeAdapter(CapRepairReply)
 BENEFIT_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(BenefitStateReply)
+LOOKUP_REPLY: TypeAdapter[Any] = TypeAdapter(LookupReply)
+MADE_REPLY: TypeAdapter[Any] = TypeAdapter(MadeReply)
+FINISH_REPLY: TypeAdapter[Any] = TypeAdapter(FinishReply)
+LIFECYCLE_STATE_REPLY: TypeAdapter[Any] = TypeAdapter(LifecycleStateReply)
 
 
 class ProcessRequests:
@@ -63,6 +82,11 @@ class ProcessRequests:
     level: Level
     _seq: int
     _call: Callable[..., Any]  # ProcessAdapter's: send one request, read its reply (PROTO-1, PROTO-2, PROTO-15)
+
+    def _state_level(self, what: str) -> None:
+        """PROTO-6: ``what`` is asked only of a "state"-level implementation; asking another is kvspec's own error."""
+        if self.level != "state":
+            raise KvspecError(f"{self.name}: PROTO-6: {what} is asked only of a state-level implementation, and this one is {self.level!r}")
 
     # The Adapter methods ------------------------------------------------------------------------
 
@@ -107,10 +131,7 @@ class ProcessRequests:
 
     def snapshot(self) -> Snapshot:
         """PROTO-12: asked only of a "state"-level implementation (PROTO-6)."""
-        if self.level != "state":
-            raise KvspecError(
-                f"{self.name}: PROTO-6: a snapshot is asked only of a state-level implementation, and this one is {self.level!r}"
-            )
+        self._state_level("a snapshot")
         reply: SnapshotReply = self._call(
             SnapshotRequest(cmd="snapshot", seq=self._seq), SNAPSHOT_REPLY, 'a snapshot reply ({"small", "main", "ghost"})'
         )
@@ -179,8 +200,53 @@ class ProcessRequests:
 
     def benefit_state(self) -> BenefitState:
         """PROTO-28: asked only of a "state"-level implementation (PROTO-6)."""
-        if self.level != "state":
-            raise KvspecError(f"{self.name}: PROTO-6: the state is asked only of a state-level implementation, and this one is {self.level!r}")
+        self._state_level("the state")
         request = BenefitStateRequest(cmd="benefit_state", seq=self._seq)
         reply: BenefitStateReply = self._call(request, BENEFIT_STATE_REPLY, 'a benefit_state reply ({"clock", "entries", "ghosts", ...})')
         return state_of(reply)
+
+    # The LifecycleAdapter methods (PROTO-37 to PROTO-44), sent only to an implementation that offers them (PROTO-35) -------
+
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        """PROTO-37."""
+        request = ArriveRequest(cmd="arrive", seq=self._seq, id=rid, hash_ids=hash_ids, input_length=input_length)
+        self._call(request, ACCESS_REPLY, 'an arrive reply ({"ok": true})')
+
+    def lookup(self, rid: int) -> int:
+        """PROTO-38."""
+        reply: LookupReply = self._call(LookupRequest(cmd="lookup", seq=self._seq, id=rid), LOOKUP_REPLY, 'a lookup reply ({"k": k})')
+        return reply.k
+
+    def allocate(self, rid: int) -> bool:
+        """PROTO-39."""
+        return self._made(AllocateRequest(cmd="allocate", seq=self._seq, id=rid))
+
+    def _made(self, request: OfRequest) -> bool:
+        """PROTO-39, PROTO-41: whether the allocation, or the decode block, is made."""
+        reply: MadeReply = self._call(request, MADE_REPLY, f'the reply to {request.cmd} ({{"made": true or false}})')
+        return reply.made
+
+    def compute(self, rid: int, upto: int) -> None:
+        """PROTO-40."""
+        self._call(ComputeRequest(cmd="compute", seq=self._seq, id=rid, upto=upto), ACCESS_REPLY, 'a compute reply ({"ok": true})')
+
+    def decode(self, rid: int) -> bool:
+        """PROTO-41."""
+        return self._made(DecodeRequest(cmd="decode", seq=self._seq, id=rid))
+
+    def finish(self, rid: int) -> Finished:
+        """PROTO-42."""
+        request = FinishRequest(cmd="finish", seq=self._seq, id=rid)
+        reply: FinishReply = self._call(request, FINISH_REPLY, 'a finish reply ({"hit_tokens": h, "recomputed_tokens": r})')
+        return Finished(reply.hit_tokens, reply.recomputed_tokens)
+
+    def preempt(self, rid: int) -> None:
+        """PROTO-43."""
+        self._call(PreemptRequest(cmd="preempt", seq=self._seq, id=rid), ACCESS_REPLY, 'a preempt reply ({"ok": true})')
+
+    def lifecycle_state(self) -> LifecycleState:
+        """PROTO-44: asked only of a "state"-level implementation (PROTO-6)."""
+        self._state_level("the pool's state")
+        request = LifecycleStateRequest(cmd="lifecycle_state", seq=self._seq)
+        reply: LifecycleStateReply = self._call(request, LIFECYCLE_STATE_REPLY, 'a lifecycle_state reply ({"small", "main", "ghost", "refs", ...})')
+        return LifecycleState(tuple(reply.small), tuple(reply.main), tuple(reply.ghost), tuple(reply.refs), tuple(reply.pending), reply.held)

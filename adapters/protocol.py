@@ -6,11 +6,11 @@ validates every request it reads. The JSON Schemas in spec/schemas/adapter/ are 
 them (PROTO-16) by the maintainers' `kvspec spec schemas`: every field's description says what
 the field is in the spec's words, and the rules of the protocol that JSON Schema cannot state.
 The values the messages carry are in wire_values.py, the benefit policy's messages in
-benefit_messages.py; every message's schema is here.
+benefit_messages.py, the lifecycle's in lifecycle_messages.py; every message's schema is here.
 """
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
@@ -31,6 +31,9 @@ from .benefit_messages import (
     SelectProbationCapVictimsRequest,
     VictimsReply,
 )
+
+from .lifecycle_messages import LIFECYCLE_REQUESTS as LIFECYCLE_REQUESTS  # X as X: read from here by serve.py
+from .lifecycle_messages import LIFECYCLE_SCHEMAS
 
 # X as X: a name its importers read from this module, where it was first written
 from .benefit_messages import WireBenefitConfig as WireBenefitConfig
@@ -123,7 +126,8 @@ class StopRequest(Message):
 Request = Annotated[
     StartRequest | ConfigureRequest | HitTokensRequest | AccessRequest | ResidentCountRequest | SnapshotRequest | StopRequest
     | ConfigureBenefitRequest | ConsiderAdmissionRequest | RecordHitRequest | RecordMissRequest | ObservePressureRequest
-    | ChooseVictimsRequest | SelectProbationCapVictimsRequest | RemoveRequest | BenefitStateRequest,
+    | ChooseVictimsRequest | SelectProbationCapVictimsRequest | RemoveRequest | BenefitStateRequest
+    | Union[LIFECYCLE_REQUESTS],  # noqa: UP007 -- a union of a tuple's types
     Field(discriminator="cmd"),
 ]
 REQUEST: TypeAdapter[Any] = TypeAdapter(Request)
@@ -154,6 +158,9 @@ class StartReply(Message):
                                                "benefit_state).")
     policies: Annotated[list[Policy], Field(min_length=1)] = Field(description="PROTO-6: the policies the implementation implements, at "
                                                                    "least one; kvspec configures only these.")
+    lifecycle: bool = Field(default=False, description="PROTO-35: true when the implementation offers the lifecycle's messages (section "
+                            "7) for each of the block policies (s3fifo, lru, fifo) it lists; absent or false, kvspec sends it none. A JSON "
+                            "boolean, never 1 or 0 (PROTO-16).")
 
 
 class ConfiguredReply(Message):
@@ -188,10 +195,11 @@ class HitTokensReply(Message):
 
 
 class AccessReply(Message):
-    """PROTO-10, and PROTO-23 and PROTO-24 for record_miss and observe_pressure."""
+    """PROTO-10, and PROTO-23 and PROTO-24 for record_miss and observe_pressure, PROTO-37, PROTO-40 and PROTO-43 for arrive,
+    compute and preempt."""
 
     seq: Seq
-    ok: Yes = Field(description="PROTO-10, PROTO-23, PROTO-24: done.")
+    ok: Yes = Field(description="PROTO-10, PROTO-23, PROTO-24, PROTO-37, PROTO-40, PROTO-43: done.")
 
 
 class ResidentCountReply(Message):
@@ -248,6 +256,7 @@ SCHEMAS: dict[str, TypeAdapter[Any]] = {
     "victims-reply": TypeAdapter(VictimsReply),
     "cap_repair-reply": TypeAdapter(CapRepairReply),
     "benefit_state-reply": TypeAdapter(BenefitStateReply),
+    **{name: TypeAdapter(model) for name, model in LIFECYCLE_SCHEMAS.items()},
     "error-reply": TypeAdapter(ErrorReply),
 }
 

@@ -1,15 +1,22 @@
 """The reference itself as an Adapter, at the "state" level (PROTO-6, PROTO-17).
 
 It drives kvspec.reference exactly as the replay does (spec/replay.md): the prefix scan of
-REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, block by block.
+REPLAY-PREFIX-1 to REPLAY-HIT-1 without side effects, then REPLAY-ACCESS-1, block by block; and it
+offers the lifecycle (PROTO-35), by reference/lifecycle.py's Pool, or by any pool with the Pool's
+operations that ``pool_factory`` builds.
 """
+
+from collections.abc import Callable
+from typing import Any
 
 from kvspec.reference import ALL_POLICIES, FIFO, LRU, S3FIFO, SPEC_VERSION, ConfigError, KvspecError, Policy, ReplayConfig, make_policy
 from kvspec.reference.dialects import DialectFIFO, DialectLRU, EngineReplay
 from kvspec.reference.replay import hit_tokens, prefix_hit_blocks
 
+from kvspec.reference.lifecycle import Pool
+
 from .benefit import ReferenceBenefitAdapter
-from .interface import AdapterConfig, ConfigRefused, Identity, Level, Snapshot
+from .interface import AdapterConfig, ConfigRefused, Identity, LifecycleState, Level, Snapshot
 
 
 def snapshot_of(policy: Policy) -> Snapshot:
@@ -23,17 +30,30 @@ def snapshot_of(policy: Policy) -> Snapshot:
     assert isinstance(policy, FIFO | DialectFIFO)
     return Snapshot(main=tuple((h, 0) for h in policy.arrival))
 
+
+def pool_state(pool: Pool) -> LifecycleState:
+    """PROTO-44, FIX-18: a reference pool's queues (PROTO-12's shapes), reference counts and blocks not
+    computed by hash id, and held count."""
+    queues = snapshot_of(pool.policy)  # type: ignore[arg-type]  # an in-use policy is its canonical policy's subclass
+    return LifecycleState(queues.small, queues.main, queues.ghost, tuple(sorted(pool.policy.refs.items())), tuple(sorted(pool.pending)),
+                          pool.held)
+
+
 class ReferenceAdapter(ReferenceBenefitAdapter):
     """kvspec.reference behind the Adapter interface, and (inherited) behind the BenefitAdapter one."""
 
     identity: Identity = Identity(name="kvspec-reference", language="python", version=SPEC_VERSION)
     level: Level = "state"
     policies = ALL_POLICIES
+    lifecycle = True  # PROTO-35
 
-    def __init__(self) -> None:
+    def __init__(self, pool_factory: Callable[[ReplayConfig], Any] = Pool.empty) -> None:
         super().__init__()
         self._policy: Policy | None = None
         self._block_size = 1
+        self._pool_factory = pool_factory
+        self._config: ReplayConfig | None = None
+        self._pool: Any = None
 
     def _cache(self) -> Policy:
         if self._policy is None:
@@ -42,7 +62,7 @@ class ReferenceAdapter(ReferenceBenefitAdapter):
 
     def configure(self, config: AdapterConfig) -> None:
         """PROTO-7, PROTO-8: an empty cache, or ConfigRefused naming the clause that refuses it."""
-        self._policy = None  # PROTO-7: any earlier cache is gone, even when this one is refused
+        self._policy = self._config = self._pool = None  # PROTO-7: any earlier cache is gone, even when this one is refused
         replay_config = ReplayConfig(
             policy=config.policy,
             capacity=config.capacity,
@@ -55,6 +75,7 @@ class ReferenceAdapter(ReferenceBenefitAdapter):
         except ConfigError as error:
             raise ConfigRefused(str(error)) from error
         self._block_size = config.block_size
+        self._config = replay_config
 
     def hit_tokens(self, hash_ids: list[int], input_length: int) -> int:
         """PROTO-9: REPLAY-PREFIX-1 to REPLAY-HIT-1; the residency checks change nothing."""
@@ -79,6 +100,43 @@ class ReferenceAdapter(ReferenceBenefitAdapter):
         """PROTO-12: the queues, head first."""
         return snapshot_of(self._cache())
 
+    # The lifecycle (PROTO-35 to PROTO-44): the Pool's operations, on the pool of the last configure -------------
+
+    def pool(self) -> Any:
+        """PROTO-35: the pool of the last configure, built empty at its first lifecycle operation (a
+        certification's replays need none)."""
+        if self._pool is None:
+            if self._config is None:
+                raise KvspecError("PROTO-7: no cache is configured (configure first, or the last configure was refused)")
+            self._pool = self._pool_factory(self._config)
+        return self._pool
+
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        self.pool().arrive(rid, hash_ids, input_length)
+
+    def lookup(self, rid: int) -> int:
+        return self.pool().lookup(rid)  # type: ignore[no-any-return]
+
+    def allocate(self, rid: int) -> bool:
+        return self.pool().allocate(rid)  # type: ignore[no-any-return]
+
+    def compute(self, rid: int, upto: int) -> None:
+        self.pool().compute(rid, upto)
+
+    def decode(self, rid: int) -> bool:
+        return self.pool().decode(rid)  # type: ignore[no-any-return]
+
+    def finish(self, rid: int) -> Any:
+        """PROTO-42: the Pool's finished Request, whose hit_tokens and recomputed_tokens the reply carries."""
+        return self.pool().finish(rid)
+
+    def preempt(self, rid: int) -> None:
+        self.pool().preempt(rid)
+
+    def lifecycle_state(self) -> LifecycleState:
+        """PROTO-44: read from the reference Pool's fields (its policy's queues and refs, pending, held)."""
+        return pool_state(self.pool())
+
     def close(self) -> None:
-        self._policy = None
+        self._policy = self._config = self._pool = None
         super().close()

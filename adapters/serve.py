@@ -23,9 +23,10 @@ from kvspec.reference import KvspecError
 
 from . import served
 from .benefit import BenefitAdapter
-from .interface import Adapter, AdapterConfig, AdapterFailure, ConfigRefused, described_error
+from .interface import Adapter, AdapterConfig, AdapterFailure, ConfigRefused, LifecycleAdapter, described_error
 from .protocol import (
     BENEFIT_REQUESTS,
+    LIFECYCLE_REQUESTS,
     PROTOCOL_VERSION,
     REQUEST,
     AccessRequest,
@@ -36,11 +37,11 @@ from .protocol import (
     StartRequest,
     StopRequest,
 )
-from .wire import answer_benefit
+from .wire import answer_benefit, answer_lifecycle
 
 
 def answer(adapter: Adapter | BenefitAdapter, request: Any) -> dict[str, Any]:
-    """The reply to one request other than stop (PROTO-5 to PROTO-12, PROTO-20 to PROTO-28)."""
+    """The reply to one request other than stop (PROTO-5 to PROTO-12, PROTO-20 to PROTO-28, PROTO-37 to PROTO-44)."""
     return REPLIES[type(request)](adapter, request)
 
 
@@ -52,7 +53,13 @@ def started(adapter: Adapter | BenefitAdapter, request: StartRequest) -> dict[st
         "implementation": {"name": identity.name, "language": identity.language, "version": identity.version},
         "level": adapter.level,
         "policies": list(adapter.policies),
+        **({"lifecycle": True} if offers_lifecycle(adapter) else {}),  # PROTO-35: said only when offered, as an older one says nothing
     }
+
+
+def offers_lifecycle(adapter: object) -> bool:
+    """PROTO-35: an adapter offers the lifecycle when its ``lifecycle`` is True itself (absent: it offers none)."""
+    return getattr(adapter, "lifecycle", False) is True
 
 
 def configured(adapter: Adapter, request: ConfigureRequest) -> dict[str, Any]:  # PROTO-7, PROTO-8
@@ -93,6 +100,10 @@ def benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:  # PROTO-2
     return {"seq": request.seq, **answer_benefit(adapter, request)}
 
 
+def lifecycle(adapter: LifecycleAdapter, request: Any) -> dict[str, Any]:  # PROTO-37 to PROTO-44
+    return {"seq": request.seq, **answer_lifecycle(adapter, request)}
+
+
 # Each request's reply by the request's type: one look-up, where a chain of isinstance tests cost
 # more than the reference's own work on a request.
 REPLIES: dict[type, Callable[[Any, Any], dict[str, Any]]] = {
@@ -103,6 +114,7 @@ REPLIES: dict[type, Callable[[Any, Any], dict[str, Any]]] = {
     ResidentCountRequest: counted,
     SnapshotRequest: snapshotted,
     **dict.fromkeys(BENEFIT_REQUESTS, benefit),
+    **dict.fromkeys(LIFECYCLE_REQUESTS, lifecycle),
 }
 
 

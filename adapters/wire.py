@@ -2,7 +2,7 @@
 both ways, and the words a reply of the wrong shape is reported in (PROTO-16).
 
 The protocol server (serve.py) writes replies with these, and answers the benefit policy's requests
-through answer_benefit, as the fixtures' generator and runner do; the subprocess adapter (process.py) reads
+through answer_benefit and the lifecycle's through answer_lifecycle, as the fixtures' generator and runner do; the subprocess adapter (process.py) reads
 them back; the in-process adapter (inprocess.py) does both, so that an implementation in kvspec's
 process is held to exactly the types one in another process is.
 """
@@ -16,7 +16,16 @@ from pydantic import ValidationError
 from kvspec.reference.benefit import BenefitConfig, CapRepair, CostSample, Decision
 
 from .benefit import BenefitAdapter, BenefitState, EntryView
-from .interface import AdapterConfig, ConfigRefused, described
+from .interface import AdapterConfig, ConfigRefused, LifecycleAdapter, LifecycleState, described
+from .lifecycle_messages import (
+    AllocateRequest,
+    ArriveRequest,
+    ComputeRequest,
+    DecodeRequest,
+    FinishRequest,
+    LookupRequest,
+    PreemptRequest,
+)
 from .protocol import (
     REQUEST,
     BenefitStateReply,
@@ -169,3 +178,36 @@ def answer_benefit(adapter: BenefitAdapter, request: Any) -> dict[str, Any]:
         assert isinstance(request, BenefitStateRequest)  # PROTO-28
         result = adapter.benefit_state()
     return reply_json(request.cmd, result)
+
+
+def lifecycle_state_json(state: LifecycleState) -> dict[str, Any]:
+    """PROTO-44: a pool's state as the lifecycle_state reply carries it, without its seq (FIX-18's ``state``)."""
+    return {"small": [list(e) for e in state.small], "main": [list(e) for e in state.main], "ghost": list(state.ghost),
+            "refs": [list(item) for item in state.refs], "pending": list(state.pending), "held": state.held}
+
+
+def lifecycle_reply_json(cmd: str, result: Any) -> dict[str, Any]:
+    """PROTO-37 to PROTO-44: what the reply to ``cmd`` carries of its result, without its seq."""
+    if cmd == "lookup":
+        return {"k": result}
+    if cmd in ("allocate", "decode"):
+        return {"made": result}
+    if cmd == "finish":  # an object with the two counts: the Pool's Request, or a Finished
+        return {"hit_tokens": result.hit_tokens, "recomputed_tokens": result.recomputed_tokens}
+    if cmd == "lifecycle_state":
+        return lifecycle_state_json(result)
+    assert cmd in ("arrive", "compute", "preempt"), cmd
+    return {"ok": True}
+
+
+def answer_lifecycle(adapter: LifecycleAdapter, request: Any) -> dict[str, Any]:
+    """The reply to one lifecycle request, without its seq (PROTO-37 to PROTO-44)."""
+    if isinstance(request, ArriveRequest):  # PROTO-37
+        result: Any = adapter.arrive(request.id, list(request.hash_ids), request.input_length)
+    elif isinstance(request, ComputeRequest):  # PROTO-40
+        result = adapter.compute(request.id, request.upto)
+    elif isinstance(request, LookupRequest | AllocateRequest | DecodeRequest | FinishRequest | PreemptRequest):  # PROTO-38, 39, 41 to 43
+        result = getattr(adapter, request.cmd)(request.id)
+    else:  # PROTO-44
+        result = adapter.lifecycle_state()
+    return lifecycle_reply_json(request.cmd, result)

@@ -46,7 +46,7 @@ from kvspec.reference.benefit import BenefitConfig, CostSample
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 TEST_FILES = ("test_adapters.py", "test_faults.py", "test_hostile_implementations.py", "test_badge.py", "test_matrix_html.py",
-              "test_checked_clauses.py")  # together they name every PROTO clause
+              "test_checked_clauses.py", "test_adapters_lifecycle.py")  # together they name every PROTO clause
 SERVE = [sys.executable, "-m", "kvspec.adapters.serve"]
 
 
@@ -204,7 +204,7 @@ def test_PROTO_1_PROTO_2_the_server_refuses_requests_out_of_turn() -> None:
     )
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0
-    assert [sorted(reply) for reply in replies] == [["error", "seq"]] * 3 + [["implementation", "level", "policies", "protocol", "seq"]]
+    assert [sorted(reply) for reply in replies] == [["error", "seq"]] * 3 + [["implementation", "level", "lifecycle", "policies", "protocol", "seq"]]
     assert "PROTO-5" in replies[0]["error"] and "PROTO-2" in replies[1]["error"] and "PROTO-16" in replies[2]["error"]
 
 

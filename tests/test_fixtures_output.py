@@ -157,13 +157,13 @@ def test_FIX_12_a_bare_case_id_verifies_that_case_of_the_installed_corpus(tmp_pa
 def test_FIX_12_after_a_failure_to_start_it_says_so_and_how_many_cases_were_not_run(tmp_path: Path) -> None:
     run = kvspec("fixtures", "verify", str(CORPUS), "--adapter", f"cmd:{shutil.which('false')}", "--output", str(tmp_path / "v.json"))
     kinds = [entry["kind"] for entry in read_manifest(CORPUS)]
-    replayed = sum(kind in ("replay", "benefit") for kind in kinds)
+    replayed = sum(kind in ("replay", "benefit", "lifecycle") for kind in kinds)
     assert run.returncode == 3
     assert run.stdout.splitlines()[0].endswith(
         f": DOES NOT CONFORM: {len(kinds)} cases in {CORPUS}, {len(kinds) - replayed} skip, {replayed} not-run (it failed at its start)")
     assert run.stdout.splitlines()[1].startswith("  FAIL at its start: PROTO-15: ") and len(run.stdout.splitlines()) == 2
     verdicts = json.loads((tmp_path / "v.json").read_text())
-    assert [v["verdict"] for v in verdicts[:-1]] == ["not-run" if kind in ("replay", "benefit") else "skip" for kind in kinds]
+    assert [v["verdict"] for v in verdicts[:-1]] == ["not-run" if kind in ("replay", "benefit", "lifecycle") else "skip" for kind in kinds]
     assert verdicts[-1]["id"] == "implementation" and verdicts[-1]["title"] == "its start"
 
 

@@ -56,7 +56,7 @@ def test_FIX_14_every_id_is_recomputed_and_the_reference_passes_every_case() -> 
     result = run("--", *SERVE)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     ids = [case["id"] for case in manifest()["cases"]]
-    assert verdicts(result.stdout) == {i: "skip" if i.startswith("lifecycle-") else "pass" for i in ids}  # no protocol message for them (FIX-18)
+    assert verdicts(result.stdout) == {i: "skip" if i.startswith("lifecycle-") else "pass" for i in ids}  # this runner sends no lifecycle message (FIX-18)
     recomputed, listed = map(int, SUMMARY.search(result.stdout).groups())
     assert recomputed == listed == len(ids)
 

@@ -33,7 +33,12 @@ REPLY_TO = {
     "observe_pressure": "access-reply",
     "choose_victims": "victims-reply", "select_probation_cap_victims": "cap_repair-reply", "remove": "cap_repair-reply",
     "benefit_state": "benefit_state-reply",
+    "arrive": "access-reply", "lookup": "lookup-reply", "allocate": "made-reply", "compute": "access-reply", "decode": "made-reply",
+    "finish": "finish-reply", "preempt": "access-reply", "lifecycle_state": "lifecycle_state-reply",
 }
+# PROTO-35 to PROTO-44: the lifecycle's own messages, which a certification does not send yet (fixtures verify does)
+LIFECYCLE = {f"{cmd}-request" for cmd in ("arrive", "lookup", "allocate", "compute", "decode", "finish", "preempt", "lifecycle_state")} | {
+    "lookup-reply", "made-reply", "finish-reply", "lifecycle_state-reply"}
 
 
 def subschemas(node: Any, described: str = "") -> Iterator[tuple[dict[str, Any], str]]:
@@ -73,8 +78,9 @@ def test_PROTO_16_the_specs_name_the_schemas_by_their_id() -> None:
 
 
 def test_FIX_1_FIX_2_FIX_7_every_fixture_and_the_manifest_match_their_schemas() -> None:
-    """A benefit case's operations are protocol messages without their seq (FIX-7): with one, each
-    matches its request's and its reply's schema."""
+    """A benefit case's operations are protocol messages without their seq (FIX-7), and so are a
+    lifecycle case's (FIX-18, PROTO-37 to PROTO-44: `op` the cmd, `{}` the reply `{"ok": true}`): with
+    one, each matches its request's and its reply's schema, and a state the lifecycle_state reply's."""
     corpus = ROOT / "spec" / "fixtures"
     problems = schema_errors("fixture-manifest.schema.json", json.loads((corpus / "manifest.json").read_bytes()))
     kinds = set()
@@ -82,12 +88,18 @@ def test_FIX_1_FIX_2_FIX_7_every_fixture_and_the_manifest_match_their_schemas() 
         case = json.loads(path.read_bytes())
         kinds.add(case["kind"])
         problems += schema_errors("fixture-case.schema.json", case)
-        for step in case["operations"] if case["kind"] == "benefit" else ():  # a lifecycle case's are the Pool's (FIX-18)
+        for step in case["operations"] if case["kind"] == "benefit" else ():
             cmd = step["request"]["cmd"]
             problems += schema_errors(f"adapter/{cmd}-request.schema.json", {**step["request"], "seq": 0})
             problems += schema_errors(f"adapter/{REPLY_TO[cmd]}.schema.json", {**step["expect"], "seq": 0})
             if step.get("state") is not None:
                 problems += schema_errors("adapter/benefit_state-reply.schema.json", {**step["state"], "seq": 0})
+        for step in case["operations"] if case["kind"] == "lifecycle" else ():
+            request = {"cmd": step["op"], "seq": 0, **{name: value for name, value in step.items() if name not in ("op", "expect", "state")}}
+            problems += schema_errors(f"adapter/{step['op']}-request.schema.json", request)
+            problems += schema_errors(f"adapter/{REPLY_TO[step['op']]}.schema.json", {**(step["expect"] or {"ok": True}), "seq": 0})
+            if "state" in step:
+                problems += schema_errors("adapter/lifecycle_state-reply.schema.json", {**step["state"], "seq": 0})
     assert problems == []
     assert kinds == {"replay", "benefit", "trace", "comparison", "prefix", "lifecycle"}
 
@@ -124,7 +136,7 @@ def test_PROTO_16_every_message_of_a_certification_and_its_report_match_their_sc
     assert message_errors(exchanges) == []
     exercised = {f"{request['cmd']}-request" for request, _ in exchanges} | {REPLY_TO[request["cmd"]] for request, _ in exchanges
                                                                           if request["cmd"] != "stop"}
-    assert exercised == set(MODELS) - {"error-reply"}  # a run that errs nowhere; the refusals below check error-reply
+    assert exercised == set(MODELS) - {"error-reply"} - LIFECYCLE  # a run that errs nowhere; the refusals below check error-reply
     report = json.loads((tmp_path / "report" / "report.json").read_bytes())
     assert [verdict["policy"] for verdict in report["policies"]] == ["s3fifo", "lru", "fifo", "benefit"]
     assert schema_errors("certification-report.schema.json", report) == []
@@ -132,6 +144,24 @@ def test_PROTO_16_every_message_of_a_certification_and_its_report_match_their_sc
     request, reply = next((request, reply) for request, reply in exchanges if request["cmd"] == "hit_tokens")
     assert len(message_errors([(request, {**reply, "hit_tokens": -1})])) == 1
     assert len(schema_errors("certification-report.schema.json", {**report, "seed": "0"})) == 1
+
+
+def test_PROTO_16_PROTO_35_every_lifecycle_message_of_a_fixtures_verify_matches_its_schema(tmp_path: Path) -> None:
+    """The reference harness through `kvspec fixtures verify` on the corpus's lifecycle cases of LRU and
+    FIFO, every line of its stdin and stdout kept: the start reply offers the lifecycle, and every
+    lifecycle request and reply matches its schema, each of them sent."""
+    served = f"KVSPEC_CONTRACTS=0 {shlex.quote(sys.executable)} -m kvspec.adapters.serve"
+    folder = shlex.quote(str(tmp_path))
+    recorded = f"tee {folder}/requests.$$ | {served} | tee {folder}/replies.$$"
+    assert cli.main(["fixtures", "verify", "--adapter", f"cmd:sh -c {shlex.quote(recorded)}", "--policy", "lru", "--policy", "fifo"]) == 0
+    exchanges = exchanges_recorded(tmp_path)
+    assert message_errors(exchanges) == []
+    assert exchanges[0][1] is not None and exchanges[0][1]["lifecycle"] is True
+    exercised = {f"{request['cmd']}-request" for request, _ in exchanges} | {REPLY_TO[request["cmd"]] for request, _ in exchanges
+                                                                          if request["cmd"] != "stop"}
+    assert LIFECYCLE <= exercised
+    request, reply = next((request, reply) for request, reply in exchanges if request["cmd"] == "finish")
+    assert len(message_errors([(request, {key: value for key, value in reply.items() if key != "recomputed_tokens"})])) == 1
 
 
 @pytest.mark.parametrize(("schema", "message"), [
@@ -145,6 +175,12 @@ def test_PROTO_16_every_message_of_a_certification_and_its_report_match_their_sc
     ("start-reply", {"seq": 0, "protocol": 1, "implementation": {"name": "x", "language": "go", "version": "1"}, "level": "state",
                      "policies": []}),  # PROTO-6: at least one policy
     ("error-reply", {"seq": 7, "error": None}),  # PROTO-14: a message
+    ("made-reply", {"seq": 8, "made": 1}),  # PROTO-39: a JSON boolean
+    ("arrive-request", {"cmd": "arrive", "seq": 9, "id": -1, "hash_ids": [1], "input_length": 1}),  # PROTO-35: an id is a count
+    ("compute-request", {"cmd": "compute", "seq": 10, "id": 1, "upto": 0}),  # PROTO-40: upto past the blocks computed
+    ("lifecycle_state-reply", {"seq": 11, "small": [], "main": [], "ghost": [], "refs": [[1, 0]], "pending": [], "held": 0}),  # PROTO-44
+    ("start-reply", {"seq": 0, "protocol": 1, "implementation": {"name": "x", "language": "go", "version": "1"}, "level": "state",
+                     "policies": ["lru"], "lifecycle": 1}),  # PROTO-35: a JSON boolean
 ])
 def test_PROTO_16_the_schemas_refuse_what_the_models_refuse(schema: str, message: dict[str, Any]) -> None:
     assert schema_errors(f"adapter/{schema}.schema.json", message) != []
