@@ -400,7 +400,9 @@ def config_of(case: dict[str, Any]) -> ReplayConfig:
 
 
 def performed(pool: Any, step: dict[str, Any]) -> dict[str, Any]:
-    """One operation of a case on ``pool``, and what it returned, as FIX-18's ``expect`` writes it."""
+    """One operation of a case on ``pool`` (a pool with the reference Pool's operations: this
+    module's, a mutant's, or reference/lifecycle.py's), and what it returned, as FIX-18's ``expect``
+    writes it."""
     op, rid = step["op"], step["id"]
     if op == "arrive":
         pool.arrive(rid, step["hash_ids"], step["input_length"])
