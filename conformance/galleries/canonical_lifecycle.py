@@ -270,13 +270,12 @@ class CanonicalPool:
         return None
 
     def evict(self, h: int) -> None:
-        """LIFE-EVICT-2: h leaves its queue (S3FIFO's for G); an evicted block is no longer pending."""
+        """LIFE-EVICT-2: h leaves its queue, S3FIFO's S for G (S3-LIFE-4), LRU's or FIFO's for good
+        (M's evictions are drain_main's); a block evicted is no longer pending (one its own
+        request's allocation admitted, then evicted, LIFE-ALLOC-2)."""
         self.uncomputed.discard(h)
         if h in self.small:
             del self.small[h]
-            self.to_ghost(h)
-        elif self.policy == "s3fifo":
-            del self.main[h]
             self.to_ghost(h)
         else:
             del self.main[h]
