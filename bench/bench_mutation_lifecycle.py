@@ -37,9 +37,9 @@ class Hang(BaseException):
 
 
 def verdict(states: bool) -> str:
-    """The corpus's lifecycle cases on the mutated pool: failure, crash, hang or survived."""
-    from kvspec.conformance.galleries.canonical_lifecycle import CanonicalPool
-    from kvspec.reference import ReplayConfig
+    """The corpus's lifecycle cases on the mutated pool: failure, crash, hang or survived. (The
+    module's replay helpers, below the line filter's ranges, are never mutated.)"""
+    from kvspec.conformance.galleries.canonical_lifecycle import CanonicalPool, config_of, performed
 
     def alarm(*_: object) -> None:
         raise Hang()
@@ -49,25 +49,9 @@ def verdict(states: bool) -> str:
     try:
         for path in sorted((WORK / "tree" / "spec" / "fixtures" / "lifecycle").glob("*.json")):
             case = json.loads(path.read_text())
-            c = case["config"]
-            pool = CanonicalPool.empty(ReplayConfig(policy=c["policy"], capacity=c["capacity"], block_size=c["block_size"],
-                                                    small_ratio=c["small_ratio"], max_freq=c["max_freq"]))
+            pool = CanonicalPool.empty(config_of(case))
             for step in case["operations"]:
-                op, rid, got = step["op"], step["id"], {}
-                if op == "arrive":
-                    pool.arrive(rid, step["hash_ids"], step["input_length"])
-                elif op == "compute":
-                    pool.compute(rid, step["upto"])
-                elif op == "preempt":
-                    pool.preempt(rid)
-                elif op == "lookup":
-                    got = {"k": pool.lookup(rid)}
-                elif op == "finish":
-                    request = pool.finish(rid)
-                    got = {"hit_tokens": request.hit_tokens, "recomputed_tokens": request.recomputed_tokens}
-                else:
-                    got = {"made": pool.allocate(rid) if op == "allocate" else pool.decode(rid)}
-                if got != step["expect"] or (states and pool.state() != step["state"]):
+                if performed(pool, step) != step["expect"] or (states and pool.state() != step["state"]):
                     return "failure"
         return "survived"
     except Hang:
