@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kvspec.reference import ReplayConfig
+from kvspec.conformance.galleries.canonical_lifecycle import config_of, performed
 from kvspec.reference.in_use import InUseLRU, InUseS3FIFO
 from kvspec.reference.lifecycle import Pool, Request
 from kvspec.reference.replay import hit_tokens
@@ -35,33 +35,12 @@ def state(pool: Pool) -> dict[str, Any]:
             "pending": sorted(pool.pending), "held": pool.held}
 
 
-def result(pool: Pool, step: dict[str, Any]) -> dict[str, Any]:
-    """What one operation of a case returns, as FIX-18 writes it."""
-    op, rid = step["op"], step["id"]
-    if op == "arrive":
-        pool.arrive(rid, step["hash_ids"], step["input_length"])
-    elif op == "compute":
-        pool.compute(rid, step["upto"])
-    elif op == "preempt":
-        pool.preempt(rid)
-    elif op == "lookup":
-        return {"k": pool.lookup(rid)}
-    elif op == "finish":
-        request = pool.finish(rid)
-        return {"hit_tokens": request.hit_tokens, "recomputed_tokens": request.recomputed_tokens}
-    else:
-        return {"made": pool.allocate(rid) if op == "allocate" else pool.decode(rid)}
-    return {}
-
-
 def first_divergence(pool_class: type[Pool], case: dict[str, Any], states: bool = True) -> tuple[int, str] | None:
     """Step 8 of what a consumer checks: the first operation (numbered from 1, with its op) whose
     result or (with ``states``) state is not the case's, or None."""
-    c = case["config"]
-    pool = pool_class.empty(ReplayConfig(policy=c["policy"], capacity=c["capacity"], block_size=c["block_size"],
-                                         small_ratio=c["small_ratio"], max_freq=c["max_freq"]))
+    pool = pool_class.empty(config_of(case))
     for number, step in enumerate(case["operations"], start=1):
-        if result(pool, step) != step["expect"] or (states and state(pool) != step["state"]):
+        if performed(pool, step) != step["expect"] or (states and state(pool) != step["state"]):
             return number, step["op"]
     return None
 
