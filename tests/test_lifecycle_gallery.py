@@ -4,6 +4,8 @@ subclass of the canonical pool, is failed by the lifecycle cases of the corpus a
 clause the mutant says it breaks (in its clauses or its title); the canonical pool fails none."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,10 @@ import pytest
 
 from kvspec.conformance.fixtures.lifecycle_cases import GALLERY
 from kvspec.conformance.galleries.canonical_lifecycle import CanonicalPool, first_failure
-from kvspec.conformance.galleries.lifecycle_mutants import MUTANTS
+from kvspec.conformance.fixtures.runner import verify
+from kvspec.conformance.galleries.lifecycle_mutants import FACTORIES, MUTANTS, canonical
 
+KVSPEC = [sys.executable, "-m", "kvspec.conformance.cli"]
 CORPUS = Path(__file__).resolve().parent.parent / "spec" / "fixtures"
 
 
@@ -67,3 +71,26 @@ def test_FIX_18_each_lifecycle_mutant_names_an_engine_report_of_the_gallery_and_
     assert [name for name, mutant in MUTANTS.items() if mutant.report not in provenances] == []
     assert all(mutant.breaks.startswith("LIFE-") and mutant.mistake for mutant in MUTANTS.values())
     assert CanonicalPool.breaks == CanonicalPool.report == ""
+
+
+def test_FIX_18_kvspec_fixtures_verify_replays_the_lifecycle_cases_on_each_gallery_pool_as_an_in_process_adapter() -> None:
+    """PROTO-29, PROTO-35: each pool of the gallery behind the Adapter interface (its lifecycle the pool's,
+    its replay the reference's) is what `kvspec fixtures verify --adapter
+    python:kvspec.conformance.galleries.lifecycle_mutants:<factory>` runs: the canonical one passes every
+    case of the block policies, and each mutant fails the case of its report, whatever else it fails, and no
+    replay case."""
+    canonical_results = verify(CORPUS, canonical, {}, policies=("lru", "fifo", "s3fifo"))
+    assert [r.id for r in canonical_results if r.verdict != "pass"] == []
+    assert sum(r.id.startswith("lifecycle-") for r in canonical_results) == len(lifecycle_corpus())
+    for name, factory in FACTORIES.items():
+        [report_case] = [case["id"] for case in lifecycle_corpus() if case["provenance"] == MUTANTS[name].report]
+        failed = {r.id for r in verify(CORPUS, factory, {}, policies=("lru", "fifo", "s3fifo")) if r.verdict == "fail"}
+        assert report_case in failed and all(case.startswith("lifecycle-") for case in failed), name
+
+
+def test_FIX_18_kvspec_fixtures_verify_names_a_gallery_mutant_s_failing_case() -> None:
+    run = subprocess.run([*KVSPEC, "fixtures", "verify", "--adapter", "python:kvspec.conformance.galleries.lifecycle_mutants:retry_counted_twice",
+                          "--policy", "lru"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 3, run.stderr
+    [report_case] = [case["id"] for case in lifecycle_corpus() if case["provenance"] == MUTANTS["retry-counted-twice"].report]
+    assert "DOES NOT CONFORM" in run.stdout and f"FAIL {report_case}" in run.stdout and "hit_tokens" in run.stdout

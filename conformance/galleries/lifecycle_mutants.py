@@ -6,10 +6,19 @@ piece that makes the engine's mistake, and nothing else. Each names the report i
 (``breaks``); the lifecycle cases of the corpus must tell every one apart from the spec, with a case
 that declares that clause (tests/test_lifecycle_gallery.py).
 
-``MUTANTS`` maps each mutant's stable name to its class, in the order of the issue's list.
+``MUTANTS`` maps each mutant's stable name to its class, in the order of the issue's list. Each
+pool is an in-process adapter too (PROTO-29), its lifecycle the pool's and its replay the
+reference's: ``python:kvspec.conformance.galleries.lifecycle_mutants:canonical`` names the correct
+one, ``python:kvspec.conformance.galleries.lifecycle_mutants:<factory>`` a mutant (``FACTORIES``),
+so that ``kvspec fixtures verify`` replays the lifecycle cases on it (FIX-18).
 """
 
+from collections.abc import Callable
+
+from kvspec.adapters.interface import Identity, LifecycleState
+from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.galleries.canonical_lifecycle import CanonicalPool, Flight
+from kvspec.reference import SPEC_VERSION
 
 
 class SameStepRegistration(CanonicalPool):
@@ -134,3 +143,56 @@ MUTANTS: dict[str, type[CanonicalPool]] = {
     for mutant in (SameStepRegistration, LockWalkOffByOne, DetachedLockKept, EvictableSizeDrift, RecomputationCountedAsHits,
                    RetryCountedTwice, EvictionIgnoresChunkRead)
 }
+
+
+class PoolAdapter(ReferenceAdapter):
+    """The reference behind the Adapter interface, with ``pool_class``'s pool for the lifecycle (PROTO-35)."""
+
+    def __init__(self, pool_class: type[CanonicalPool]) -> None:
+        super().__init__(pool_factory=pool_class.empty)
+        self.identity = Identity(name=f"lifecycle-{pool_class.name}", language="python", version=SPEC_VERSION)
+
+    def lifecycle_state(self) -> LifecycleState:
+        """PROTO-44: the pool's own ``state`` (FIX-18's form) as the interface holds it."""
+        state = self.pool().state()
+        return LifecycleState(small=pairs(state["small"]), main=pairs(state["main"]), ghost=tuple(state["ghost"]), refs=pairs(state["refs"]),
+                              pending=tuple(state["pending"]), held=state["held"])
+
+
+def pairs(rows: list[list[int]]) -> tuple[tuple[int, int], ...]:
+    return tuple((a, b) for a, b in rows)
+
+
+def canonical() -> PoolAdapter:
+    return PoolAdapter(CanonicalPool)
+
+
+def same_step_registration() -> PoolAdapter:
+    return PoolAdapter(SameStepRegistration)
+
+
+def lock_walk_off_by_one() -> PoolAdapter:
+    return PoolAdapter(LockWalkOffByOne)
+
+
+def detached_lock_kept() -> PoolAdapter:
+    return PoolAdapter(DetachedLockKept)
+
+
+def evictable_size_drift() -> PoolAdapter:
+    return PoolAdapter(EvictableSizeDrift)
+
+
+def recomputation_counted_as_hits() -> PoolAdapter:
+    return PoolAdapter(RecomputationCountedAsHits)
+
+
+def retry_counted_twice() -> PoolAdapter:
+    return PoolAdapter(RetryCountedTwice)
+
+
+def eviction_ignores_chunk_read() -> PoolAdapter:
+    return PoolAdapter(EvictionIgnoresChunkRead)
+
+
+FACTORIES: dict[str, Callable[[], PoolAdapter]] = {name: globals()[name.replace("-", "_")] for name in MUTANTS}
