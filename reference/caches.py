@@ -9,8 +9,8 @@ its replay is asked here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from . import serve
 from .constants import POLICIES
@@ -177,3 +177,15 @@ def server_for(config: ReplayConfig) -> type[serve.Server]:
         return LmcacheServer
     raise ConfigError("LIFE-VLLM-1", "a served replay takes the canonical policies and the dialects vllm, sglang, sglang-unified and "
                                      "lmcache (exactly: no --variation; spec/dialects.md section 9)")
+
+
+def pool_for(config: ReplayConfig) -> Callable[[], Any]:
+    """spec/lifecycle.md sections 1 to 5's pool of the configuration, as the adapter protocol's lifecycle
+    operations drive it (PROTO-37 to PROTO-43): the reference Pool for the canonical policies; a
+    ConfigError for a dialect whose lifecycle the protocol does not yet reach."""
+    if not config.dialect:
+        from .lifecycle import Pool
+
+        return lambda: Pool.empty(config)
+    raise ConfigError("LIFE-VLLM-1", "the lifecycle's operations take the canonical policies (a dialect's pool in flight is served by "
+                                     "`kvspec replay --serve --dialect`, spec/dialects.md section 9)")
