@@ -8,10 +8,13 @@ import pytest
 
 from kvspec.conformance.certification.findings import clauses
 from kvspec.conformance.certification.findings.clauses import (
+    LIFECYCLE_SPEC,
     NOT_CHECKABLE,
+    POLICY_LIFE,
     POLICY_SPECS,
     checked,
     configuration_clauses,
+    lifecycle_clauses,
     own,
     policy_clauses,
 )
@@ -34,8 +37,18 @@ def test_PROTO_34_every_clause_of_a_policy_spec_is_checked_or_not_checkable(poli
     assert list(policy_clauses(policy)) == [c for c in spec if c in checked()]
 
 
+@pytest.mark.parametrize("policy", ["s3fifo", "lru", "fifo"])
+def test_PROTO_34_every_lifecycle_clause_of_a_policy_is_checked_or_not_checkable(policy: str) -> None:
+    """A policy's requests in flight are certified on spec/lifecycle.md sections 1 to 5 and its own rules for blocks in use."""
+    others = tuple(p for name, p in POLICY_LIFE.items() if name != policy)
+    spec = [c for c in checkout_clauses(LIFECYCLE_SPEC) if not c.startswith(("LIFE-SERVE-", "LIFE-BEN-", *others))]
+    assert [c for c in spec if c not in checked() and c not in NOT_CHECKABLE] == []
+    assert list(lifecycle_clauses(policy)) == [c for c in spec if c in checked()]
+    assert {c for c in lifecycle_clauses(policy) if not c.startswith("LIFE-")} == {c for c in spec if c.startswith(POLICY_LIFE[policy])}
+
+
 def test_PROTO_34_each_clause_not_checkable_is_a_clause_of_a_policy_spec_with_a_reason_and_not_checked() -> None:
-    spec = {c for names in POLICY_SPECS.values() for name in names for c in checkout_clauses(name)}
+    spec = {c for names in [*POLICY_SPECS.values(), [LIFECYCLE_SPEC]] for name in names for c in checkout_clauses(name)}
     assert sorted(set(NOT_CHECKABLE) - spec) == []
     assert sorted(set(NOT_CHECKABLE) & checked()) == []
     assert [c for c, reason in NOT_CHECKABLE.items() if len(reason.split()) < 4] == []

@@ -14,13 +14,16 @@ from hypothesis.stateful import run_state_machine_as_test
 from kvspec.adapters import Implementation
 from kvspec.adapters.benefit import BenefitAdapter
 from kvspec.adapters.interface import Adapter, AdapterConfig, AdapterFailure
-from kvspec.conformance.certification.benefit.machine import benefit_machine_for
+from kvspec.conformance.certification.benefit.machine import BenefitMachine, benefit_machine_for
 from kvspec.conformance.certification.benefit.probes import probe_divergence as benefit_probe_divergence
-from kvspec.conformance.certification.block.machine import machine_for, probe_divergence
+from kvspec.conformance.certification.block.machine import CertificationMachine, machine_for, probe_divergence, started
 from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Knobs, Outcome
-from kvspec.conformance.certification.findings.faults import Unshrinkable, reset_difference
+from kvspec.conformance.certification.findings.faults import Located, Location, Unshrinkable, reset_difference
+from kvspec.conformance.certification.lifecycle.lockstep import InFlight, Operation
+from kvspec.conformance.certification.lifecycle.machine import LifecycleMachine, lifecycle_machine_for
+from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Pins
-from kvspec.reference import ConfigError, ReplayConfig, make_policy
+from kvspec.reference import ConfigError, KvspecError, ReplayConfig, make_policy
 from kvspec.reference.benefit import BenefitConfig
 from kvspec.reference.constants import CERTIFY_PROFILES
 from kvspec.reference.dialects import CANONICAL, Dialect
@@ -52,6 +55,78 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
     else:
         machine = seed(seed_value)(machine_for(implementation, policy, pins, fresh, dialect))
     machine.configurations.failed_at += failed_at
+    found = ([reset] if reset is not None else []) + run(machine, profile)
+    rate = machine.rate
+    configurations = machine.configurations
+    behaviour = not found  # the probes of the behaviour only where the machine found nothing; of the configurations, always
+    probed = (benefit_probe_divergence(implementation, configurations, behaviour, fresh) if policy == "benefit"
+              else probe_divergence(implementation, policy, pins, dialect, configurations, behaviour, fresh))
+    if probed is not None:
+        found.append(finding(probed, []))
+    found += [Finding(str(each), "", each, configuration=True) for each in configurations.findings()]
+    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted,
+                   tuple(configurations.failed_at))
+
+
+def certify_in_flight(implementation: Implementation | Adapter, policy: str, profile: str = "quick", seed_value: int = 0, pins: Pins = Pins(),
+                      dialect: Dialect = CANONICAL) -> Outcome:
+    """Certify ``implementation``'s requests in flight on ``policy`` (spec/lifecycle.md sections 1 to 5,
+    PROTO-35): the lifecycle machine (conformance/certification/lifecycle/machine.py), each failure
+    shrunk on its own. First, configured twice alike and sent the same operations twice (PROTO-7); if
+    it answers differently, that is a finding, and every example then gets a fresh implementation."""
+    implementation = Implementation.of(implementation)
+    reset = in_flight_reset_finding(implementation, policy, pins)
+    machine = seed(seed_value)(lifecycle_machine_for(implementation, policy, pins, reset is not None, dialect))
+    found = [each if each.divergence is None or each.divergence.lifecycle is None else fewest(implementation, each, dialect, reset is not None)
+             for each in run(machine, profile)]
+    found = ([reset] if reset is not None else []) + found
+    return Outcome(policy, machine.rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted, in_flight=True)
+
+
+def fewest(implementation: Implementation, found: Finding, dialect: Dialect, fresh: bool) -> Finding:
+    """A failure in flight shrunk on to the fewest operations: Hypothesis shrinks the machine's steps,
+    each of which may send several operations (a scheduler's step sends one for each request in
+    flight); each operation is then left out in turn, from the last, while the rest still fail with
+    the same leading clause (the spec allowing them, PROTO-36). A fault that took a deadline is left
+    as it ran."""
+    divergence = found.divergence
+    assert divergence is not None and divergence.lifecycle is not None and divergence.config is not None
+    if getattr(divergence, "timed_out", False):
+        return found
+    operations, shrunk = list(divergence.lifecycle), divergence
+    for i in reversed(range(len(operations) - 1)):
+        again = in_flight_failure(implementation, divergence.config, dialect, operations[:i] + operations[i + 1:], fresh)
+        if again is not None and again.clauses[:1] == divergence.clauses[:1] and type(again) is type(divergence):
+            operations, shrunk = operations[:i] + operations[i + 1:], again
+    if shrunk is divergence:
+        return found
+    return Finding(str(shrunk), f"{found.steps}\n(then shrunk to {plural(len(operations), 'operation')}, one left out at a time)", shrunk)
+
+
+def in_flight_failure(implementation: Implementation, config: AdapterConfig, dialect: Dialect, operations: list[Operation],
+                      fresh: bool) -> Divergence | None:
+    """The Divergence the operations end in, sent to the implementation configured anew; None if
+    they agree, or if the spec does not allow them (an operation of a request that is not in the
+    state it needs) or an operation is left after the one that diverged."""
+    try:
+        adapter = started(implementation, fresh)
+        flight = InFlight(Located(adapter, lambda: Location("the shrinking", len(flight.operations), config, [], list(flight.operations))),
+                          config, dialect)
+        flight.adapter.configure(config)
+        for operation in operations:
+            flight.perform(operation)
+    except KvspecError:
+        return None
+    except Unshrinkable:
+        return None
+    except Divergence as divergence:
+        return divergence if divergence.request == len(operations) else None
+    return None
+
+
+def run(machine: type[CertificationMachine | BenefitMachine | LifecycleMachine], profile: str) -> list[Finding]:
+    """The machine's run at ``profile``: each check that fails, shrunk on its own (``machine.rate``: the
+    examples it ran a second)."""
     chosen = settings(
         PROFILES[profile],
         deadline=None,
@@ -61,7 +136,7 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         report_multiple_bugs=True,
     )
     reported: list[str] = []
-    found: list[Finding] = [reset] if reset is not None else []
+    found: list[Finding] = []
     started = time.perf_counter()
     try:
         with with_reporter(reported.append), global_constants_only():
@@ -75,16 +150,8 @@ def certify_policy(implementation: Implementation | Adapter | BenefitAdapter, po
         if not all(isinstance(each, Divergence) for each in failures):
             raise
         found += [finding(each, reported) for each in failures]
-    rate = machine.examples / (time.perf_counter() - started)
-    configurations = machine.configurations
-    behaviour = not found  # the probes of the behaviour only where the machine found nothing; of the configurations, always
-    probed = (benefit_probe_divergence(implementation, configurations, behaviour, fresh) if policy == "benefit"
-              else probe_divergence(implementation, policy, pins, dialect, configurations, behaviour, fresh))
-    if probed is not None:
-        found.append(finding(probed, []))
-    found += [Finding(str(each), "", each, configuration=True) for each in configurations.findings()]
-    return Outcome(policy, rate, tuple(sorted(found, key=earliest)), dialect, machine.examples, machine.accepted,
-                   tuple(configurations.failed_at))
+    machine.rate = machine.examples / (time.perf_counter() - started)
+    return found
 
 
 @contextmanager
@@ -130,6 +197,16 @@ def reset_finding(implementation: Implementation, policy: str, pins: Pins, diale
     config = benefit_probe_config() if policy == "benefit" else replay_probe_config(policy, pins, dialect)
     try:
         difference = reset_difference(implementation.current(), config)
+    except AdapterFailure:
+        return None
+    return None if difference is None else Finding(str(difference), "", difference)
+
+
+def in_flight_reset_finding(implementation: Implementation, policy: str, pins: Pins) -> Finding | None:
+    """PROTO-7: a configure that does not empty the pool of requests in flight, found by configuring
+    twice alike; a fault on the way is left for the machine."""
+    try:
+        difference = reset_difference(implementation.current(), replay_probe_config(policy, pins), in_flight=True)
     except AdapterFailure:
         return None
     return None if difference is None else Finding(str(difference), "", difference)

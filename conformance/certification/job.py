@@ -12,13 +12,14 @@ from typing import Any
 from kvspec.adapters import REPLY_TIMEOUT, START_TIMEOUT, Implementation, Started
 from kvspec.adapters.interface import AdapterFailure, Identity
 from kvspec.conformance.certification.block.dialect_search import Search, find_dialect
-from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.certify import certify_in_flight, certify_policy
 from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome
 from kvspec.conformance.certification.findings.faults import Fault, Location
 from kvspec.conformance.certification.verdict.report import CertificationVerdict, build_verdict
 from kvspec.conformance.certification.verdict.reproduction import Reproduction
 from kvspec.conformance.core.workloads import Pins
-from kvspec.reference import ALL_POLICIES, KvspecError
+from kvspec.reference import ALL_POLICIES, ConfigError, KvspecError, ReplayConfig
+from kvspec.reference.caches import pool_for
 from kvspec.reference.dialects import CANONICAL, KNOWN_DIALECTS, VARIATIONS, Dialect, dialect_for
 
 
@@ -132,6 +133,8 @@ class Certification:
             if self.find_dialect and not outcome.conforms and policy != "benefit":
                 again = partial(certify_policy, implementation, policy, self.profile, self.seed, self.pins)  # (dialect, failed_at)
                 searches[policy] = find_dialect(implementation, policy, outcome, again)
+            if adapter.lifecycle and policy != "benefit" and in_flight_specified(policy, dialects[policy]):  # PROTO-35
+                outcomes.append(certify_in_flight(implementation, policy, self.profile, self.seed, self.pins, dialects[policy]))
         return outcomes, searches
 
     def dialects(self, policies: list[str]) -> dict[str, Dialect]:
@@ -166,6 +169,16 @@ def process_fault(failure: AdapterFailure, when: str) -> Finding:
     """A failure outside every example: at the implementation's start or stop (PROTO-13, PROTO-15)."""
     fault = Fault(failure, Location(f"at {when}"))
     return Finding(str(fault), "", fault)
+
+
+def in_flight_specified(policy: str, dialect: Dialect) -> bool:
+    """Whether the lifecycle's operations reach ``policy`` in ``dialect`` (reference/caches.py pool_for):
+    the canonical policies' pools, not yet an engine dialect's."""
+    try:
+        pool_for(ReplayConfig(policy, dialect=dialect))  # type: ignore[arg-type]
+    except ConfigError:
+        return False
+    return True
 
 
 def close_quietly(implementation: Implementation) -> None:

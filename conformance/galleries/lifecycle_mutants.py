@@ -15,7 +15,7 @@ so that ``kvspec fixtures verify`` replays the lifecycle cases on it (FIX-18).
 
 from collections.abc import Callable
 
-from kvspec.adapters.interface import Identity, LifecycleState
+from kvspec.adapters.interface import Identity, Level, LifecycleState
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance.galleries.canonical_lifecycle import CanonicalPool, Flight
 from kvspec.reference import SPEC_VERSION
@@ -146,11 +146,13 @@ MUTANTS: dict[str, type[CanonicalPool]] = {
 
 
 class PoolAdapter(ReferenceAdapter):
-    """The reference behind the Adapter interface, with ``pool_class``'s pool for the lifecycle (PROTO-35)."""
+    """The reference behind the Adapter interface, with ``pool_class``'s pool for the lifecycle (PROTO-35);
+    at the ``results`` level, an implementation that shows neither its queues nor its pool."""
 
-    def __init__(self, pool_class: type[CanonicalPool]) -> None:
+    def __init__(self, pool_class: type[CanonicalPool], level: Level = "state") -> None:
         super().__init__(pool_factory=pool_class.empty)
         self.identity = Identity(name=f"lifecycle-{pool_class.name}", language="python", version=SPEC_VERSION)
+        self.level = level
 
     def lifecycle_state(self) -> LifecycleState:
         """PROTO-44: the pool's own ``state`` (FIX-18's form) as the interface holds it."""

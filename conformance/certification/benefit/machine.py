@@ -75,6 +75,7 @@ class BenefitMachine(RuleBasedStateMachine):
     implementation: Implementation
     fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     examples: int = 0
+    rate: float = 0.0  # the examples it ran a second (certify.run)
     accepted: int = 0  # how many configurations both accepted, and so checked the behaviour on
     first_failure: Divergence | None = None
     configurations: ConfigurationFindings

@@ -200,6 +200,7 @@ class CertificationMachine(RuleBasedStateMachine):
     fresh_each_example: bool = False  # a new implementation for every example, not only after a failure
     non_finite_ratios: bool = False  # an in-process implementation can be sent a NaN or infinite small_ratio
     examples: int = 0  # how many examples (configurations up to an accepted one, and its requests) have started
+    rate: float = 0.0  # the examples it ran a second (certify.run)
     accepted: int = 0  # how many configurations both accepted, and so checked the behaviour on
     first_failure: Divergence | None = None
     configurations: ConfigurationFindings

@@ -19,7 +19,11 @@ POLICY_SPECS = {"s3fifo": ("replay.md", "s3fifo.md"), "lru": ("replay.md", "lru.
                 "benefit": ("benefit.md",)}
 CHECKING_MODULES = ("block/lockstep.py", "block/diagnosis.py", "block/placement.py", "block/variants.py", "benefit/machine.py",
                     "benefit/strategies.py", "benefit/diagnosis.py",
-                    "benefit/variants.py")
+                    "benefit/variants.py", "lifecycle/lockstep.py", "lifecycle/diagnosis.py", "lifecycle/machine.py")
+# Requests in flight (spec/lifecycle.md): the pool's sections 1 to 5, not the served replay's (6) nor the benefit policy's (7).
+LIFECYCLE_SPEC = "lifecycle.md"
+IN_FLIGHT_ONLY = ("LIFE-SERVE-", "LIFE-BEN-")
+POLICY_LIFE = {"s3fifo": "S3-LIFE-", "lru": "LRU-LIFE-", "fifo": "FIFO-LIFE-"}
 
 TRACE_READER = "the trace reader's (kvspec replay reads trace files); a certification draws its requests and reads none"
 RESULT = "the replay's result, which kvspec computes from the answers; the protocol asks for none"
@@ -58,6 +62,7 @@ NOT_CHECKABLE = {
     **{f"BEN-CMP-{n}": BEN_HARNESS for n in range(1, 4)},
     **{f"BEN-MODEL-{n}": BEN_PREFIX for n in range(1, 5)},
     **{f"BEN-PREFIX-{n}": BEN_PREFIX for n in range(1, 8)},
+    "LIFE-LIMIT-1": CONSEQUENCE + " (the lifecycle's clauses with one request at a time; tests/test_lifecycle.py checks it against the replay)",
 }
 
 
@@ -86,6 +91,18 @@ def policy_spec(policy: str) -> tuple[str, ...]:
 def policy_clauses(policy: str) -> tuple[str, ...]:
     """PROTO-34: the clauses a certification of ``policy`` checks, in the spec's order."""
     return tuple(c for c in policy_spec(policy) if c in checked())
+
+
+def lifecycle_spec(policy: str) -> tuple[str, ...]:
+    """Every clause of spec/lifecycle.md that a pool of ``policy``'s requests in flight keeps: sections
+    1 to 5's, with the rules for blocks in use of ``policy`` alone."""
+    others = tuple(prefix for name, prefix in POLICY_LIFE.items() if name != policy)
+    return tuple(c for c in spec_clauses(LIFECYCLE_SPEC) if not c.startswith(IN_FLIGHT_ONLY + others))
+
+
+def lifecycle_clauses(policy: str) -> tuple[str, ...]:
+    """PROTO-34: the clauses a certification of ``policy``'s requests in flight checks, in the spec's order."""
+    return tuple(c for c in lifecycle_spec(policy) if c in checked())
 
 
 def configuration_clauses(policy: str) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ class Divergence(AssertionError):
 
     def __init__(self, clauses: list[str], detail: str, *, request: int, expected: object, actual: object,
                  config: AdapterConfig | None, trace: list[tuple[list[int], int]], benefit: dict[str, Any] | None = None,
-                 consistent_with: tuple[str, ...] = ()) -> None:
+                 consistent_with: tuple[str, ...] = (), lifecycle: list[tuple[Any, ...]] | None = None) -> None:
         super().__init__(f"{', '.join(clauses)}: {qualifier(clauses, consistent_with)}{detail}")
         self.clauses = tuple(clauses)
         self.consistent_with = tuple(c for c in clauses if c in consistent_with)
@@ -36,6 +36,7 @@ class Divergence(AssertionError):
         self.config = config
         self.trace = list(trace)
         self.benefit = benefit  # the benefit policy's: its config and operations, as protocol messages (PROTO-20 to PROTO-27)
+        self.lifecycle = lifecycle  # requests in flight: the lifecycle's operations up to this one (PROTO-37 to PROTO-43), as FIX-18 lists them
 
 
 class Unshrinkable(BaseException):
@@ -118,6 +119,7 @@ class Outcome:
     examples: int = 0  # how many the machine ran (the probes apart)
     accepted: int = 0  # how many configurations both accepted: the behaviour was certified on them
     failed_at: tuple[Knobs, ...] = ()  # the whole-domain knob values it failed at configure with, not offered again
+    in_flight: bool = False  # requests in flight: the lifecycle machine's verdict (spec/lifecycle.md), not the one-at-a-time replay's
 
     @property
     def conforms(self) -> bool:

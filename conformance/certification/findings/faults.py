@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvspec.adapters import BENEFIT_METHODS, REPLAY_METHODS
+from kvspec.adapters import BENEFIT_METHODS, LIFECYCLE_METHODS, REPLAY_METHODS
 from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused
 from kvspec.adapters.protocol import to_double
-from kvspec.adapters.wire import reply_json, state_json
+from kvspec.adapters.wire import lifecycle_reply_json, lifecycle_state_json, reply_json, state_json
 from kvspec.conformance.certification.findings.divergence import Divergence, Unshrinkable, configuration_text, shown
 from kvspec.reference.benefit import BenefitConfig, CostSample
 
@@ -32,6 +32,7 @@ class Location:
     config: AdapterConfig | None = None
     trace: list[tuple[list[int], int]] = field(default_factory=list)
     benefit: dict[str, Any] | None = None
+    lifecycle: list[tuple[Any, ...]] | None = None  # requests in flight: the operations up to this one
 
 
 class Fault(Divergence):
@@ -39,7 +40,7 @@ class Fault(Divergence):
 
     def __init__(self, failure: AdapterFailure, at: Location) -> None:
         super().__init__([failure.clause], f"{at.label}: {failure}", request=at.request, expected=None, actual=None, config=at.config,
-                         trace=at.trace, benefit=at.benefit)
+                         trace=at.trace, benefit=at.benefit, lifecycle=at.lifecycle)
         self.expected = self.actual = ""  # no reply to compare: the message says what happened
         self.timed_out = failure.timed_out
 
@@ -58,6 +59,7 @@ class Located:
         self.identity = adapter.identity
         self.level = adapter.level
         self.policies = adapter.policies
+        self.lifecycle = adapter.lifecycle
 
 
 def forwarded(name: str) -> Callable[..., Any]:
@@ -71,7 +73,7 @@ def forwarded(name: str) -> Callable[..., Any]:
     return call
 
 
-for _name in (*REPLAY_METHODS, *BENEFIT_METHODS, "close"):
+for _name in (*REPLAY_METHODS, *BENEFIT_METHODS, *LIFECYCLE_METHODS, "close"):
     setattr(Located, _name, forwarded(_name))
 
 
@@ -86,6 +88,26 @@ RESET_OPERATIONS: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("remove", (1, frozenset())), ("consider_admission", (1, 8, [], COST, frozenset())), ("select_probation_cap_victims", (frozenset(),)),
     ("choose_victims", (40, frozenset({2}))),
 )
+
+
+# Requests in flight (PROTO-37 to PROTO-44): two requests sharing a prefix, one preempted and resumed.
+RESET_LIFECYCLE = (("arrive", 1, [1, 2, 3], 3), ("lookup", 1), ("allocate", 1), ("compute", 1, 2), ("arrive", 2, [1, 2, 4], 3),
+                   ("lookup", 2), ("allocate", 2), ("preempt", 1), ("compute", 2, 3), ("finish", 2), ("lookup", 1), ("allocate", 1),
+                   ("compute", 1, 3), ("finish", 1))
+
+
+def in_flight_observations(adapter: Any, config: AdapterConfig) -> list[dict[str, object]] | None:
+    """Configure, then fixed lifecycle operations: each reply, and the pool after it at the state
+    level; None if the implementation refuses the configuration."""
+    try:
+        adapter.configure(config)
+    except ConfigRefused:
+        return None
+    seen: list[dict[str, object]] = []
+    for op, rid, *args in RESET_LIFECYCLE:
+        reply = lifecycle_reply_json(op, getattr(adapter, op)(rid, *args))
+        seen.append({**reply, "state": lifecycle_state_json(adapter.lifecycle_state())} if adapter.level == "state" else reply)
+    return seen
 
 
 def observations(adapter: Any, config: AdapterConfig | BenefitConfig) -> list[dict[str, object]] | None:
@@ -119,16 +141,18 @@ def configuration_json(config: AdapterConfig | BenefitConfig) -> str:
     return json.dumps({knob: to_double(v) if isinstance(v, float) else v for knob, v in vars(config).items()})
 
 
-def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig) -> Divergence | None:
+def reset_difference(adapter: Any, config: AdapterConfig | BenefitConfig, in_flight: bool = False) -> Divergence | None:
     """PROTO-7, PROTO-20: configured twice alike, one implementation must answer the same requests
-    alike; the first answer that differs the second time, or None. AdapterFailure propagates."""
-    first = observations(adapter, config)
-    second = observations(adapter, config) if first is not None else None
+    (``in_flight``: the same lifecycle operations, PROTO-35) alike; the first answer that differs the
+    second time, or None. AdapterFailure propagates."""
+    observe = in_flight_observations if in_flight else observations
+    first = observe(adapter, config)  # type: ignore[arg-type]
+    second = observe(adapter, config) if first is not None else None  # type: ignore[arg-type]
     if first is None or second is None or first == second:
         return None
     number, (was, now) = next((n, pair) for n, pair in enumerate(zip(first, second, strict=True), start=1) if pair[0] != pair[1])
     benefit = isinstance(config, BenefitConfig)
-    clause, what = ("PROTO-20", "operation") if benefit else ("PROTO-7", "request")
+    clause, what = ("PROTO-20", "operation") if benefit else ("PROTO-7", "operation" if in_flight else "request")
     detail = (f"configure does not reset the implementation: configured twice with {configuration_json(config)} and sent the same "
               f"{what}s, it answered {what} {number} with {shown(now)} the second time and {shown(was)} the first")
     return Divergence([clause], detail, request=0, expected=was, actual=now, config=None if benefit else config, trace=[])

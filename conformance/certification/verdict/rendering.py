@@ -5,7 +5,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome
+from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome, configuration_fields
 from kvspec.conformance.certification.verdict.report import CertificationVerdict, Failure, FoundDialect, PolicyVerdict, Report
 from kvspec.conformance.certification.verdict.reproduction import Reproduction, trace_lines
 from kvspec.conformance.core.output import model_json, plural, write_text, written_whole
@@ -50,7 +50,7 @@ def nonconformance_text(outcome: Outcome, header: str, adapter_spec: str) -> str
 def policy_lines(verdict: CertificationVerdict, policy: PolicyVerdict, findings: tuple[Finding, ...], reached: Reproduction) -> list[str]:
     against = f" to the dialect {', '.join(policy.dialect)}" if policy.dialect else ""
     rate = f"{policy.examples_per_second:.1f} examples/s"
-    lines = [f"  {policy.policy}: {conformance(policy.conforms)}{against}{parts_of(policy)} ({rate})\n"]
+    lines = [f"  {label(policy)}: {conformance(policy.conforms)}{against}{parts_of(policy)} ({rate})\n"]
     for failure, finding in zip(policy.failures, findings, strict=True):
         saved = None if verdict.directory is None or failure.trace_file is None else verdict.directory / failure.trace_file
         lines += [f"    {failure.message}\n", counterexample(reached, finding, saved)]
@@ -61,6 +61,11 @@ def policy_lines(verdict: CertificationVerdict, policy: PolicyVerdict, findings:
 
 def conformance(conforms: bool) -> str:
     return "conforms" if conforms else "DOES NOT CONFORM"
+
+
+def label(policy: PolicyVerdict) -> str:
+    """A policy's verdict as the console and report.md name it: its requests in flight apart (spec/lifecycle.md)."""
+    return f"{policy.policy}, requests in flight" if policy.in_flight else policy.policy
 
 
 def parts_of(policy: PolicyVerdict) -> str:
@@ -82,18 +87,14 @@ def counterexample(reproduction: Reproduction, finding: Finding, saved: Path | N
     divergence = finding.divergence
     if divergence is not None and divergence.benefit is None and divergence.request == 0:
         return ""  # a configuration, which the message names: there is no request to show
+    if divergence is not None and divergence.lifecycle is not None and divergence.config is not None:
+        operations = [lifecycle_request(operation) for operation in divergence.lifecycle]
+        return session_text(divergence, {"cmd": "configure", "config": configuration_fields(divergence.config)}, operations, reproduction, saved)
     if divergence is None or (divergence.benefit is None and (divergence.config is None or not divergence.trace)):
         return "    shrunk steps:\n" + "".join(f"      {line}\n" for line in finding.steps.splitlines()) if finding.steps else ""
-    if divergence.benefit is not None:  # the session the implementation was sent, ready for its stdin
-        operations = divergence.benefit["operations"]
-        session = [{"cmd": "start", "protocol": 1}, {"cmd": "configure_benefit", "config": divergence.benefit["config"]}, *operations,
-                   {"cmd": "stop"}]
-        lines = [f"    {which_counterexample(divergence)}, {plural(len(operations), 'operation')} after the configuration, as the "
-                 "protocol's requests (paste them into the implementation):", ""]
-        lines += [json.dumps({"cmd": request["cmd"], "seq": seq, **request}, allow_nan=False) for seq, request in enumerate(session)]
-        replay = (f"replay it against the spec's answers: {reproduction.verify_command(saved)}" if saved
-                  else "--report FOLDER saves it, with the spec's answers, as a fixture case that `kvspec fixtures verify` replays")
-        return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
+    if divergence.benefit is not None:
+        configure = {"cmd": "configure_benefit", "config": divergence.benefit["config"]}
+        return session_text(divergence, configure, divergence.benefit["operations"], reproduction, saved)
     command = reproduction.replay_command(divergence.config, saved or Path("-"))
     lines = [f"    {which_counterexample(divergence)}, {plural(len(divergence.trace), 'request')}; this replays it through the implementation:",
              ""]
@@ -102,6 +103,27 @@ def counterexample(reproduction: Reproduction, finding: Finding, saved: Path | N
     else:
         lines += [command, "", *trace_lines(divergence.trace).splitlines()]
     return "\n".join([*lines, ""]) + "\n"
+
+
+def session_text(divergence: Divergence, configure: dict[str, object], operations: list[dict[str, object]], reproduction: Reproduction,
+                 saved: Path | None) -> str:
+    """The session the implementation was sent (the benefit policy's operations, or the lifecycle's),
+    ready for its stdin, and the command that replays it against the spec's answers."""
+    session = [{"cmd": "start", "protocol": 1}, configure, *operations, {"cmd": "stop"}]
+    lines = [f"    {which_counterexample(divergence)}, {plural(len(operations), 'operation')} after the configuration, as the "
+             "protocol's requests (paste them into the implementation):", ""]
+    lines += [json.dumps({"cmd": request["cmd"], "seq": seq, **request}, allow_nan=False) for seq, request in enumerate(session)]
+    replay = (f"replay it against the spec's answers: {reproduction.verify_command(saved)}" if saved
+              else "--report FOLDER saves it, with the spec's answers, as a fixture case that `kvspec fixtures verify` replays")
+    return "\n".join([*lines, "", f"    {replay}", ""]) + "\n"
+
+
+def lifecycle_request(operation: tuple[object, ...]) -> dict[str, object]:
+    """PROTO-37 to PROTO-43: a lifecycle operation as its request carries it."""
+    op, rid, *args = operation
+    if op == "arrive":
+        return {"cmd": op, "id": rid, "hash_ids": args[0], "input_length": args[1]}
+    return {"cmd": op, "id": rid, "upto": args[0]} if op == "compute" else {"cmd": op, "id": rid}
 
 
 def which_counterexample(divergence: Divergence) -> str:
@@ -136,7 +158,7 @@ def markdown(report: Report) -> str:
         lines += ["```", fault.message, "```", ""]
     for verdict in report.policies:
         against = f" to the dialect {', '.join(verdict.dialect)}" if verdict.dialect else ""
-        lines += [f"## {verdict.policy}: {'conforms' if verdict.conforms else 'does not conform'}{against}", "",
+        lines += [f"## {label(verdict)}: {'conforms' if verdict.conforms else 'does not conform'}{against}", "",
                   f"{verdict.examples_per_second:.1f} examples a second.", ""]
         if verdict.found is not None:
             lines += [found_line(verdict.found), ""]
@@ -151,7 +173,7 @@ def markdown(report: Report) -> str:
             kind = "Configuration finding" if failure.configuration else "Fault" if fault else "Divergence"
             lines += ["", f"### {kind} {number}", "", f"- clauses: {clause_line(failure)}"]
             if failure.clauses:
-                step = "operation" if verdict.policy == "benefit" else "request"
+                step = "operation" if verdict.policy == "benefit" or verdict.in_flight else "request"
                 lines.append(f"- at: {'the configuration' if failure.request == 0 else f'{step} {failure.request}'}")
                 if not fault:
                     lines += [f"- expected: `{failure.expected}`", f"- actual: `{failure.actual}`"]

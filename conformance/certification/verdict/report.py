@@ -15,15 +15,16 @@ from kvspec.adapters.protocol import schema_text
 from kvspec.conformance.certification.block.diagnosis import KNOB_CLAUSES, knob_clause, refusing_clause, spec_accepts
 from kvspec.conformance.certification.block.dialect_search import Search, candidates
 from kvspec.conformance.certification.block.machine import wide_knobs
-from kvspec.conformance.certification.findings.clauses import policy_clauses
+from kvspec.conformance.certification.findings.clauses import lifecycle_clauses, policy_clauses
 from kvspec.conformance.certification.findings.divergence import Divergence, Finding, Outcome, configuration_fields, shown
 from kvspec.conformance.certification.findings.faults import Fault
 from kvspec.conformance.certification.verdict.reproduction import Reproduction, counterexample_file, trace_lines
 from kvspec.conformance.core.workloads import Pins
 from kvspec.conformance.fixtures.benefit_cases import benefit_case
+from kvspec.conformance.fixtures.lifecycle_cases import lifecycle_case
 from kvspec.conformance.fixtures.format import file_text
 from kvspec.conformance.fixtures.recorded import adapter_name
-from kvspec.reference import SPEC_VERSION
+from kvspec.reference import SPEC_VERSION, ReplayConfig
 from kvspec.reference.constants import AnyPolicyName
 from kvspec.reference.dialects import CANONICAL, VARIATIONS, in_catalogue_order, replaced_clauses
 from kvspec.reference.validation import INT64_MAX
@@ -130,6 +131,8 @@ class PolicyVerdict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     policy: AnyPolicyName = Field(description="the policy certified (PROTO-6)")
+    in_flight: bool = Field(False, description="true for the verdict on requests in flight (spec/lifecycle.md sections 1 to 5, PROTO-35): "
+                            "the lifecycle machine's, for an implementation that offers the lifecycle; false for the one-at-a-time replay's")
     dialect: list[str] = Field(default_factory=list, description="DIALECT-7: the variation points of the dialect certified against, in "
                                "spec/dialects.md's order; empty: the canonical spec")
     conforms: bool = Field(description="true when the run found no failure for this policy")
@@ -181,8 +184,8 @@ def clauses_for(outcome: Outcome) -> dict[str, Verdict]:
     are inconclusive; configuration findings alone leave the behaviour certified on the
     configurations both accepted, and every clause no finding names passes."""
     replaced = replaced_clauses(outcome.dialect)
-    relevant = [c for c in policy_clauses(outcome.policy) if c not in replaced]  # PROTO-34
-    relevant += [VARIATIONS[v].clause for v in in_catalogue_order(outcome.dialect)]
+    relevant = [c for c in (lifecycle_clauses if outcome.in_flight else policy_clauses)(outcome.policy) if c not in replaced]  # PROTO-34
+    relevant += [] if outcome.in_flight else [VARIATIONS[v].clause for v in in_catalogue_order(outcome.dialect)]
     failed = shown_broken(outcome)
     suspected = {c for f in outcome.findings if f.divergence for c in f.divergence.consistent_with} | undecided(outcome)
     decided = outcome.conforms or (not outcome.behaviour_failed and outcome.accepted > 0)
@@ -206,10 +209,11 @@ def undecided(outcome: Outcome) -> set[str]:
 
 
 def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Finding,
-               directory: Path | None) -> tuple[Failure, dict[str, str]]:
+               directory: Path | None, level: str = "results") -> tuple[Failure, dict[str, str]]:
     """One finding, and its shrunk counterexample as the file to save beside the report in
     ``directory`` (``{policy}-counterexample-{number}.jsonl``), by name; ``directory`` None: no
-    report is written, and the failure names no file."""
+    report is written, and the failure names no file. A counterexample of requests in flight is a
+    lifecycle case at the implementation's ``level``."""
     divergence = finding.divergence
     if divergence is None:  # the implementation broke the protocol
         return Failure(clauses=[], message=finding.message, request=0, expected="", actual="", config=None, trace_file=None,
@@ -218,6 +222,9 @@ def failure_of(reproduction: Reproduction, policy: str, number: int, finding: Fi
     saved, command = {}, None
     if path is not None and divergence.benefit is not None:  # the operations as a fixture case (spec/fixtures.md FIX-7) that verify replays
         saved, command = {path.name: file_text(benefit_counterexample(reproduction.adapter, divergence))}, reproduction.verify_command(path)
+    elif path is not None and divergence.lifecycle is not None:  # the operations as a lifecycle case (FIX-18) that verify replays
+        saved = {path.name: file_text(in_flight_counterexample(reproduction.adapter, divergence, level))}
+        command = reproduction.verify_command(path)
     elif path is not None and divergence.config is not None and divergence.trace:
         saved, command = {path.name: trace_lines(divergence.trace)}, reproduction.replay_command(divergence.config, path)
     if divergence.benefit is not None:
@@ -238,6 +245,16 @@ def benefit_counterexample(adapter_spec: str, divergence: Divergence) -> dict[st
                         divergence.benefit["config"], divergence.benefit["operations"])
 
 
+def in_flight_counterexample(adapter_spec: str, divergence: Divergence, level: str) -> dict[str, object]:
+    """The lifecycle operations of a shrunk counterexample as a lifecycle case (FIX-18), with the spec's answers."""
+    assert divergence.lifecycle is not None and divergence.config is not None
+    config = divergence.config
+    return lifecycle_case(f"counterexample {adapter_name(adapter_spec)}", f"counterexample: {adapter_spec} ({divergence.clauses[0]})",
+                          f"the shrunk counterexample of `kvspec certify --adapter {adapter_spec} --policy {config.policy}` with requests in flight",
+                          ReplayConfig(config.policy, config.capacity, config.block_size, config.small_ratio, config.max_freq),  # type: ignore[arg-type]
+                          divergence.lifecycle, "state" if level == "state" else "results")
+
+
 def hints(outcome: Outcome, searched: bool) -> tuple[str, ...]:
     """What to try next after a policy's findings, where it would help: the bound of an engine's
     pool after a capacity or block size that the implementation refused or failed at and the spec
@@ -251,7 +268,7 @@ def hints(outcome: Outcome, searched: bool) -> tuple[str, ...]:
             smallest = min(getattr(config, knob) for config in beyond)
             said.append(f"(it refused or failed at {knob} {smallest:,}, which the spec accepts: if it cannot build so large a pool, "
                         f"{option} N certifies it with at most N{' blocks' if knob == 'capacity' else ' tokens a block'})")
-    if not searched and outcome.policy != "benefit" and any(explainable(outcome.policy, f) for f in outcome.findings):
+    if not searched and outcome.policy != "benefit" and not outcome.in_flight and any(explainable(outcome.policy, f) for f in outcome.findings):
         said.append("(--find-dialect searches spec/dialects.md for the variation points that would explain it)")
     return tuple(said)
 
@@ -333,12 +350,12 @@ def build_verdict(reproduction: Reproduction, identity: Identity | None, level: 
     for outcome in outcomes:
         failures = []
         for number, finding in enumerate(outcome.findings, start=1):
-            failure, files = failure_of(replace(reproduction, dialect=outcome.dialect), outcome.policy, number, finding, directory)
+            failure, files = failure_of(replace(reproduction, dialect=outcome.dialect), outcome.policy, number, finding, directory, level)
             failures.append(failure)
             saved |= files
         verdicts.append(PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
-            dialect=in_catalogue_order(outcome.dialect), conforms=outcome.conforms, examples_per_second=outcome.examples_per_second,
+            in_flight=outcome.in_flight, dialect=in_catalogue_order(outcome.dialect), conforms=outcome.conforms, examples_per_second=outcome.examples_per_second,
             clauses=clauses_for(outcome), failures=failures, behaviour=behaviour_of(outcome),
             found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
         ))

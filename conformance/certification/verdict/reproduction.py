@@ -44,13 +44,15 @@ class Reproduction:
         return shell_command(words)
 
     def verify_command(self, case_file: Path) -> str:
-        """The benefit operations' case through the implementation: `kvspec fixtures verify` replays it."""
+        """The benefit or lifecycle operations' case through the implementation: `kvspec fixtures verify` replays it."""
         return shell_command(["kvspec", "fixtures", "verify", str(case_file), *reaching(self.adapter, self.reply_timeout, self.start_timeout)])
 
 
 def counterexample_file(directory: Path, policy: str, number: int, divergence: Divergence) -> Path:
     """Where the report saves a finding's shrunk counterexample: a fixture case for the benefit
-    operations, a Mooncake trace for the requests."""
+    operations and for the lifecycle's (requests in flight), a Mooncake trace for the requests."""
+    if divergence.lifecycle is not None:
+        return directory / f"{policy}-in-flight-counterexample-{number}.json"
     return directory / f"{policy}-counterexample-{number}.{'json' if divergence.benefit is not None else 'jsonl'}"
 
 
