@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvspec.adapters.interface import Adapter
+from kvspec.adapters.interface import Adapter, AdapterConfig
+from kvspec.adapters.reference import pool_state
 from kvspec.conformance.fixtures.lifecycle_cases import state_of
 from kvspec.conformance.fixtures.runner import verify
 from kvspec.conformance.galleries.canonical_lifecycle import performed
@@ -50,15 +51,15 @@ def test_FIX_18_the_handmade_pool_passes_every_lifecycle_case_of_the_corpus(fact
 def test_LIFE_ALLOC_1_to_LIFE_HIT_2_the_handmade_pool_agrees_with_the_reference_pool_operation_by_operation(
         policy: str, capacity: int, small_ratio: float, max_freq: int, data: st.DataObject) -> None:
     """Every operation of section 2 under section 3's eviction in use (LRU-LIFE-1, FIFO-LIFE-1,
-    S3-LIFE-1 to S3-LIFE-4) and section 4's accounting: the same result and the same FIX-18 state
-    after each, over 40 operations drawn by the reference's state."""
-    config = ReplayConfig(policy=policy, capacity=capacity, block_size=4, small_ratio=small_ratio, max_freq=max_freq)  # type: ignore[arg-type]
-    reference, handmade = Pool.empty(config), HandmadePool.empty(config)
-    for number in range(40):
-        step = step_drawn(data, reference)
-        expected = performed(reference, step)
-        assert performed(handmade, step) == expected, (number, step)
-        assert handmade.state() == state_of(reference), (number, step)
+    S3-LIFE-1 to S3-LIFE-4) and section 4's accounting, through the pool's in-process adapter: the
+    same result and the same PROTO-44 state after each of 40 operations drawn by the reference's state."""
+    adapter = lifecycle_pool.pool()
+    adapter.configure(AdapterConfig(policy, capacity, 4, small_ratio, max_freq))  # type: ignore[arg-type]
+    reference = Pool.empty(ReplayConfig(policy=policy, capacity=capacity, block_size=4, small_ratio=small_ratio, max_freq=max_freq))  # type: ignore[arg-type]
+    drawn: list[dict[str, Any]] = []
+    while len(drawn) < 40:
+        drawn.append(step_drawn(data, reference))
+        assert (performed(adapter, drawn[-1]), adapter.lifecycle_state()) == (performed(reference, drawn[-1]), pool_state(reference)), drawn
 
 
 # -- each mistake is one: a short sequence on which the reference's Pool and the mistake differ ------

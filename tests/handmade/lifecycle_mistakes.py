@@ -53,7 +53,7 @@ class FinishKeepsHeld(HandmadePool):
     breaks = "LIFE-FINISH-1"
 
     def finish(self, rid: int) -> Request:
-        request = self.computed_all(rid)
+        request = self.request(rid, "computed")
         self.drop_references(request)
         del self.requests[rid]
         return request

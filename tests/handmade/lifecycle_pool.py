@@ -104,19 +104,19 @@ class HandmadePool:
 
     # -- section 2: a request's life -------------------------------------------------------------
 
-    def request(self, rid: int, running: bool) -> Request:
-        """PROTO-36: an operation of a request the pool's state allows."""
+    def request(self, rid: int, *phases: str) -> Request:
+        """PROTO-36: the request in flight, in one of the ``phases`` that allow the operation."""
         request = self.requests.get(rid)
-        if request is None or request.running != running:
-            raise KvspecError(f"PROTO-36: request {rid} is not {'running' if running else 'waiting'}")
+        phase = "not in flight" if request is None else self.phase(request)
+        if request is None or phase not in phases:
+            raise KvspecError(f"PROTO-36: request {rid} is {phase}, where the operation needs it {' or '.join(phases)}")
         return request
 
-    def computed_all(self, rid: int) -> Request:
-        """LIFE-DECODE-1, LIFE-FINISH-1: a running request that has computed all its blocks."""
-        request = self.request(rid, running=True)
-        if request.computed < len(request.hash_ids):
-            raise KvspecError(f"PROTO-36: request {rid} has not computed all its blocks")
-        return request
+    def phase(self, request: Request) -> str:
+        """Section 2: a request waits, runs, or runs with all its blocks computed (LIFE-DECODE-1, LIFE-FINISH-1)."""
+        if not request.running:
+            return "waiting"
+        return "computed" if request.computed == len(request.hash_ids) else "running"
 
     def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
         """LIFE-ARRIVE-1: the request waits; nothing of the cache changes."""
@@ -126,7 +126,7 @@ class HandmadePool:
 
     def lookup(self, rid: int) -> int:
         """LIFE-LOOKUP-1: the longest prefix of usable blocks; a block not computed is no hit."""
-        return self.hit_blocks(self.request(rid, running=False))
+        return self.hit_blocks(self.request(rid, "waiting"))
 
     def hit_blocks(self, request: Request) -> int:
         """REPLAY-PREFIX-1, REPLAY-PREFIX-2 with "usable" for "resident" (LIFE-LOOKUP-1)."""
@@ -146,7 +146,7 @@ class HandmadePool:
     def allocate(self, rid: int) -> bool:
         """LIFE-ALLOC-1 to LIFE-ALLOC-4: refused, nothing changes; made, the hits are counted, every
         block accessed, the resident ones referenced, and the request runs."""
-        request = self.request(rid, running=False)
+        request = self.request(rid, "waiting")
         if not self.fits(request):
             return False
         k = self.hit_blocks(request)
@@ -195,7 +195,7 @@ class HandmadePool:
     def compute(self, rid: int, upto: int) -> None:
         """LIFE-COMPUTE-1: its blocks from the first it has not computed to ``upto`` (exclusive);
         each it references becomes computed."""
-        request = self.request(rid, running=True)
+        request = self.request(rid, "running")
         if not request.computed < upto <= len(request.hash_ids):
             raise KvspecError(f"PROTO-36: compute of request {rid} up to {upto}, past {request.computed}, at most {len(request.hash_ids)}")
         for h in request.hash_ids[request.computed:upto]:
@@ -210,7 +210,7 @@ class HandmadePool:
     def decode(self, rid: int) -> bool:
         """LIFE-DECODE-1: a held block, a slot freed first when the pool is full; refused, changing
         nothing, when the pool is full and every resident block is referenced."""
-        request = self.computed_all(rid)
+        request = self.request(rid, "computed")
         if self.full():
             if all(block.refs > 0 for block in self.blocks.values()):
                 return False
@@ -222,7 +222,7 @@ class HandmadePool:
     def finish(self, rid: int) -> Request:
         """LIFE-FINISH-1: it drops its references and frees its held blocks; its blocks stay resident
         and computed. Its id is free again (PROTO-42)."""
-        request = self.computed_all(rid)
+        request = self.request(rid, "computed")
         self.drop_references(request)
         self.free_held(request)
         del self.requests[rid]
@@ -232,7 +232,7 @@ class HandmadePool:
         """LIFE-PREEMPT-1: it drops its references and frees its held blocks; each block it referenced
         that is not computed and no running request references is removed (LIFE-EVICT-3); it waits
         again, its blocks computed kept for LIFE-HIT-2."""
-        request = self.request(rid, running=True)
+        request = self.request(rid, "running", "computed")
         referenced = [h for h in request.hash_ids if h in request.referenced]
         self.drop_references(request)
         self.free_held(request)
