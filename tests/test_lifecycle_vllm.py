@@ -1,13 +1,17 @@
 """spec/dialects.md section 9, LIFE-VLLM-10 to LIFE-VLLM-16: the protocol's lifecycle operations on vLLM's
 pool in flight (reference/dialects/in_flight_lifecycle.py, reached by reference/caches.py pool_for).
 
-Each clause on a handful of operations worked by hand over blocks of 4 tokens (slots named s1, s2, ...
-in the order the pool first takes them); the pool's contract over random interleavings; and the limit
-of one request at a time against the engine replay in `vllm`."""
+Each clause on a handful of operations worked by hand over blocks of 4 tokens; the pool's contract over
+random interleavings; the limit of one request at a time against the engine replay in `vllm`; and the
+reference against tests/engines/vllm_model.py's independent model of vLLM's manager over random
+interleavings, as docs/certifications/vllm/check_lifecycle.py holds it against the real one."""
 
 import pytest
+from engines.vllm_model import VllmModel
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from kvspec.adapters.interface import AdapterConfig
 
 from kvspec.reference import ReplayConfig, TraceFile, bundled_trace_path
 from kvspec.reference.caches import make_policy, pool_for, replayed
@@ -194,33 +198,40 @@ def test_LIFE_VLLM_15_finish_and_decode_wait_for_every_block_computed() -> None:
         pool.compute(1, 1)
 
 
-OPERATION = st.tuples(st.sampled_from(("arrive", "allocate", "compute", "decode", "finish", "preempt")), st.integers(0, 3),
-                      st.lists(st.integers(1, 3), min_size=1, max_size=4), st.integers(0, 3))
+def allowed(pool: VllmLifecycle, ids: int) -> list[tuple[str, int]]:
+    """Every operation the pool's state allows (PROTO-36), of request ids 0 to ids - 1."""
+    ops = []
+    for rid in range(ids):
+        flight, request = pool.flights.get(rid), pool.pool.requests.get(rid)
+        if request is None:
+            ops.append(("arrive", rid))
+        elif not request.running:
+            ops += [("lookup", rid), ("allocate", rid)]
+        else:
+            ops += [("preempt", rid), *((op, rid) for op in (("compute",) if flight.computed < flight.count else ("decode", "finish")))]
+    return ops
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(OPERATION, max_size=40), st.integers(1, 6))
-def test_LIFE_VLLM_10_every_interleaving_keeps_the_pool_whole_and_every_hit_capped(operations: list, capacity: int) -> None:
-    """Random interleavings of 4 request ids on small pools, each operation made only where the state
-    allows it (PROTO-36): the pool's contract (LIFE-VLLM-1) holds after every operation, a made allocation
-    holds a slot for each of its tokens' blocks, and a finished request hits at most its capped blocks."""
+@given(st.data(), st.integers(1, 6))
+def test_LIFE_VLLM_10_every_interleaving_keeps_the_pool_whole_and_every_hit_capped(data: st.DataObject, capacity: int) -> None:
+    """Random interleavings of 40 operations over 4 request ids on small pools, each one the state allows
+    (PROTO-36): the pool's contract (LIFE-VLLM-1) holds after every operation, a made allocation holds a
+    slot for each of its tokens' blocks (its contract), and a finished request hits at most its capped
+    blocks."""
     pool = empty(capacity)
-    for op, rid, ids, short in operations:
-        flight, request = pool.flights.get(rid), pool.pool.requests.get(rid)
-        if op == "arrive" and request is None:
-            pool.arrive(rid, ids, max(1, len(ids) * 4 - short))
-        elif op == "allocate" and request is not None and not request.running:
-            pool.allocate(rid)
-        elif op == "compute" and request is not None and request.running and flight.computed < flight.count:
-            pool.compute(rid, flight.computed + 1 + short % (flight.count - flight.computed))
-        elif op in ("decode", "finish") and request is not None and request.running and flight.computed == flight.count:
-            if op == "decode":
-                pool.decode(rid)
-            else:
-                done = pool.finish(rid)
-                assert done.hit_tokens <= (done.input_length - 1) // 4 * 4
-        elif op == "preempt" and request is not None and request.running:
-            pool.preempt(rid)
+    for _ in range(40):
+        op, rid = data.draw(st.sampled_from(allowed(pool, 4)))
+        if op == "arrive":
+            ids = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=capacity + 2))
+            pool.arrive(rid, ids, len(ids) * 4 - data.draw(st.integers(0, 3)))
+        elif op == "compute":
+            pool.compute(rid, data.draw(st.integers(pool.flights[rid].computed + 1, pool.flights[rid].count)))
+        elif op == "finish":
+            done = pool.finish(rid)
+            assert done.hit_tokens <= (done.input_length - 1) // 4 * 4
+        else:
+            getattr(pool, op)(rid)
         assert pool_holds(pool.pool)
 
 
@@ -272,3 +283,55 @@ def test_LIFE_VLLM_16_one_request_at_a_time_on_random_small_traces(spec: list, c
             pool.compute(rid, len(record.hash_ids))
         hits.append(pool.finish(rid).hit_tokens if made else 0)
     assert hits == [line.hit_tokens for line in replay.per_request]
+
+
+class Paired:
+    """The model's block hashes named by the reference's blocks at the same positions of the same requests."""
+
+    def __init__(self, model: VllmModel, pool: VllmLifecycle) -> None:
+        self.model, self.pool, self.name_of, self.hash_of = model, pool, {}, {}
+
+    def pair(self, rid: int) -> None:
+        """LIFE-VLLM-2: one name a hash and one hash a name."""
+        for block_hash, block in zip(self.model.in_flight[rid].block_hashes, self.pool.pool.requests[rid].blocks, strict=False):
+            assert self.name_of.setdefault(block_hash, block) == block and self.hash_of.setdefault(block, block_hash) == block_hash
+
+    def pools(self) -> tuple[object, object]:
+        """(the model's, the reference's): the free queue head first (None: holding no block) and the cached blocks."""
+        queue = self.model.free_queue
+        held = [None if b.block_hash is None else self.name_of[b.block_hash] for b in [*queue.front, *queue.back.values()]]
+        model_queue = held[:len(queue.front)] + [None] * (queue.last_id - queue.next_unused + 1) + held[len(queue.front):]
+        model_cached = sorted(self.name_of[h] for h, holders in self.model.cached.blocks.items() for _ in holders)
+        inner = self.pool.pool
+        reference_queue = [None] * inner.empty + [inner.block_of[slot] for slot in inner.queue]
+        return (model_queue, model_cached), (reference_queue, sorted(inner.block_of.values()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(1, 8), st.integers(1, 3))
+def test_LIFE_VLLM_10_to_16_the_reference_is_the_independent_model_of_vllms_manager(data: st.DataObject, capacity: int,
+                                                                                  block_size: int) -> None:
+    """Random interleavings of 60 operations over 5 request ids, each one the state allows (shared and
+    divergent prefixes from 3 hash ids, partial last blocks, requests longer than the pool, nearly full
+    pools): the reference and the model answer alike (k, made, hit and recomputed tokens), and after
+    every operation their free queues, head to tail, and their cached blocks are the same, each model
+    hash named by one reference block."""
+    model, pool = VllmModel(), empty(capacity, block_size)
+    model.configure(AdapterConfig("lru", capacity, block_size, 0.1, 3))
+    paired = Paired(model, pool)
+    for _ in range(60):
+        op, rid = data.draw(st.sampled_from(allowed(pool, 5)))
+        args: tuple = ()
+        if op == "arrive":
+            ids = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=capacity + 2))
+            args = (ids, len(ids) * block_size - data.draw(st.integers(0, block_size - 1)))
+        elif op == "compute":
+            flight = pool.flights[rid]
+            args = (data.draw(st.integers(flight.computed + 1, flight.count)),)
+        theirs, ours = getattr(model, op)(rid, *args), getattr(pool, op)(rid, *args)
+        if op == "finish":
+            theirs, ours = (theirs.hit_tokens, theirs.recomputed_tokens), (ours.hit_tokens, ours.recomputed_tokens)
+        else:
+            paired.pair(rid)
+        assert theirs == ours, (op, rid, args)
+        assert paired.pools()[0] == paired.pools()[1], (op, rid, args)
