@@ -1,7 +1,8 @@
 """Drives random interleavings of the lifecycle's operations (spec/adapter-protocol.md section 7) through
-adapter.py's lifecycle, vLLM's real KVCacheManager with several requests in flight, and through kvspec's
+adapter.py's lifecycle, vLLM's real KVCacheManager with several requests in flight, through kvspec's
 reference, reference/dialects/in_flight_lifecycle.py (spec/dialects.md LIFE-VLLM-10 to LIFE-VLLM-16),
-side by side, and prints every difference.
+and through the independent model CI holds the reference to, tests/engines/vllm_model.py, side by
+side, and prints every difference.
 
     $V/python docs/certifications/vllm/check_lifecycle.py [--interleavings N] [--seed S]
 
@@ -12,14 +13,18 @@ request ids, each operation one the state allows (PROTO-36), drawn with weights:
 ids come from an alphabet of 1 to 4 ids or extend a prefix of an earlier request (shared and
 divergent prefixes), a partial last block one time in three, requests of up to one block more than
 the pool and a few of up to twice it (so nearly full pools, and allocations and decodes refused);
-lookups, allocations, computes to a random block, decodes, finishes and preemptions.
+lookups, allocations, computes to a random block, decodes, finishes and preemptions. Then --large
+interleavings (default 100) the same way on pools of 64 to 1,024 blocks of 16 tokens, 100 to 300
+operations each, most requests at most a quarter of the pool, where the adapter's speed is that of
+a pool of a realistic size.
 
 It compares each answer (lookup's k, allocate's and decode's made, finish's hit and recomputed tokens)
-and, after every operation, vLLM's pool and the reference's: the free block count, the cached blocks (a
-multiset: each vLLM block hash named by the reference's block at the same position of the same
-request, one name a hash and one hash a name) and the free queue, head to tail (None: a block holding
-no hash). An interleaving stops at its first difference, which is printed; the next goes on. Exit status
-1 if any differs. The time the adapter's own calls take is measured apart, for its speed.
+of the three and, after every operation, vLLM's pool and the model's each with the reference's: the
+free block count, the cached blocks (a multiset: each vLLM or model block hash named by the
+reference's block at the same position of the same request, one name a hash and one hash a name) and
+the free queue, head to tail (None: a block holding no hash). An interleaving stops at its first
+difference, which is printed; the next goes on. Exit status 1 if any differs. The time the adapter's
+own calls take is measured apart, for its speed.
 """
 
 import argparse
@@ -38,10 +43,13 @@ from kvspec.reference.dialects import dialect_for
 from kvspec.reference.dialects.in_flight_lifecycle import VllmLifecycle
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[3] / "tests" / "engines"))
 from adapter import VllmPrefixCache  # noqa: E402  (beside this script, not a package)
+from vllm_model import VllmModel  # noqa: E402  (kvspec's tests, not a package here)
 
 VLLM = dialect_for("lru", "vllm")
 MAX_IDS = 6
+UNNAMED = "a block kvspec never named"
 WEIGHTS = {"arrive": 3, "lookup": 2, "allocate": 4, "compute": 4, "decode": 3, "finish": 2, "preempt": 1}
 
 
@@ -50,16 +58,19 @@ class Difference(Exception):
 
 
 class Pair:
-    """One interleaving's two pools, the adapter's (vLLM) and the reference's, with the block names paired."""
+    """One interleaving's three pools, the adapter's (vLLM), the model's and the reference's, with the block names paired."""
 
     def __init__(self, capacity: int, block_size: int, tally: Counter[str]) -> None:
-        self.vllm, self.tally = VllmPrefixCache(), tally
+        self.vllm, self.model, self.tally = VllmPrefixCache(), VllmModel(), tally
         self.vllm.configure(AdapterConfig("lru", capacity, block_size, 0.1, 3))
+        self.model.configure(AdapterConfig("lru", capacity, block_size, 0.1, 3))
         factory = pool_for(ReplayConfig("lru", capacity, block_size, dialect=VLLM))
         self.kvspec: VllmLifecycle = factory()
         self.name_of: dict[bytes, int] = {}  # vLLM block hash -> the reference's block
         self.hash_of: dict[int, bytes] = {}
         self.paired: Counter[int] = Counter()  # per request: positions paired so far
+        self.model_name_of: dict[int, int] = {}  # the model's block hash -> the reference's block
+        self.model_hash_of: dict[int, int] = {}
 
     def operation(self, where: str, op: str, rid: int, *args: object) -> object:
         """The operation made by both, timed on vLLM's side; its answers and then the pools compared."""
@@ -68,20 +79,23 @@ class Pair:
         start = time.perf_counter()
         theirs = getattr(self.vllm, op)(rid, *args)
         self.tally["adapter_seconds_us"] += round((time.perf_counter() - start) * 1e6)
-        ours = getattr(self.kvspec, op)(rid, *args)
+        ours, modelled = getattr(self.kvspec, op)(rid, *args), getattr(self.model, op)(rid, *args)
         self.tally["operations"] += 1
         self.tally[op] += 1
         if op == "finish":
-            theirs, ours = (theirs.hit_tokens, theirs.recomputed_tokens), (ours.hit_tokens, ours.recomputed_tokens)
-        if theirs != ours:
-            raise Difference(f"{where}: {op}{(rid, *args)}: vLLM {theirs}, kvspec {ours}")
+            theirs, ours, modelled = ((done.hit_tokens, done.recomputed_tokens) for done in (theirs, ours, modelled))
+        if theirs != ours or theirs != modelled:
+            raise Difference(f"{where}: {op}{(rid, *args)}: vLLM {theirs}, kvspec {ours}, the model {modelled}")
         if op in ("allocate", "decode") and not ours:
             self.tally[f"{op}_refused"] += 1
         if op != "finish":
             self.pair(where, rid)
+        model = self.model_pools()
         for part, (vllm_part, kvspec_part) in self.pools().items():
             if vllm_part != kvspec_part:
                 raise Difference(f"{where}: after {op}{(rid, *args)}, the {part} differ: vLLM {vllm_part}, kvspec {kvspec_part}")
+            if model[part] != kvspec_part:
+                raise Difference(f"{where}: after {op}{(rid, *args)}, the {part} differ: the model {model[part]}, kvspec {kvspec_part}")
         self.tally["held_twice"] += len(self.kvspec.pool.block_of) > len(self.kvspec.pool.slots_of)
         return ours
 
@@ -94,6 +108,10 @@ class Pair:
             if self.name_of.setdefault(block_hash, block) != block or self.hash_of.setdefault(block, block_hash) != block_hash:
                 raise Difference(f"{where}: position {position} of request {rid} is kvspec's block {block}, and vLLM's hash names "
                                  f"{self.name_of[block_hash]}")
+        for block_hash, block in zip(self.model.in_flight[rid].block_hashes, blocks, strict=False):
+            if self.model_name_of.setdefault(block_hash, block) != block or self.model_hash_of.setdefault(block, block_hash) != block_hash:
+                raise Difference(f"{where}: a position of request {rid} is kvspec's block {block}, and the model's hash names "
+                                 f"{self.model_name_of[block_hash]}")
         self.paired[rid] = max(self.paired[rid], min(len(hashes), len(blocks)))
 
     def pools(self) -> dict[str, tuple[object, object]]:
@@ -105,14 +123,23 @@ class Pair:
                 "cached blocks": (cached, Counter(pool.block_of.values())),
                 "free queues": (queue, [None] * pool.empty + [pool.block_of[slot] for slot in pool.queue])}
 
+    def model_pools(self) -> dict[str, object]:
+        """The model's free blocks, cached blocks and free queue, named as pools() names vLLM's."""
+        queue, names = self.model.free_queue, self.model_name_of
+        held = [None if b.block_hash is None else names.get(b.block_hash, UNNAMED) for b in [*queue.front, *queue.back.values()]]
+        return {"free blocks": len(queue),
+                "cached blocks": Counter(names.get(h, UNNAMED) for h, holders in self.model.cached.blocks.items() for _ in holders),
+                "free queues": held[:len(queue.front)] + [None] * (queue.last_id - queue.next_unused + 1) + held[len(queue.front):]}
+
     def named(self, block_hash: object) -> int | str | None:
-        return None if block_hash is None else self.name_of.get(get_block_hash(block_hash), "a block kvspec never named")
+        return None if block_hash is None else self.name_of.get(get_block_hash(block_hash), UNNAMED)
 
 
-def arrival(rng: random.Random, earlier: list[list[int]], capacity: int, block_size: int, alphabet: int) -> tuple[list[int], int]:
-    """Hash ids from the alphabet, or an earlier request's prefix then its own; at most the pool and one block
-    more, but one time in eight up to twice the pool; a partial last block one time in three."""
-    blocks = rng.randint(1, capacity + 1) if rng.random() < 0.875 else rng.randint(1, 2 * capacity)
+def arrival(rng: random.Random, earlier: list[list[int]], capacity: int, block_size: int, alphabet: int,
+            part: int) -> tuple[list[int], int]:
+    """Hash ids from the alphabet, or an earlier request's prefix then its own; at most a part of the pool and
+    one block more, but one time in eight up to twice the pool; a partial last block one time in three."""
+    blocks = rng.randint(1, capacity // part + 1) if rng.random() < 0.875 else rng.randint(1, 2 * capacity)
     if earlier and rng.random() < 0.6:
         base = rng.choice(earlier)
         ids = base[:rng.randint(1, len(base))]
@@ -123,12 +150,18 @@ def arrival(rng: random.Random, earlier: list[list[int]], capacity: int, block_s
     return ids, length
 
 
-def interleaving(rng: random.Random, tally: Counter[str]) -> None:
-    capacity, block_size, alphabet = rng.randint(1, 16), rng.randint(1, 4), rng.randint(1, 4)
+# the capacities, block sizes and operation counts an interleaving draws from, and the part of the pool most requests take at most
+SMALL = ((1, 16), (1, 4), (10, 120), 1)
+LARGE = ((64, 1024), (16, 16), (100, 300), 4)
+
+
+def interleaving(rng: random.Random, tally: Counter[str], sizes: tuple) -> None:
+    capacities, block_sizes, lengths, part = sizes
+    capacity, block_size, alphabet = rng.randint(*capacities), rng.randint(*block_sizes), rng.randint(1, 4)
     pair, earlier = Pair(capacity, block_size, tally), []
     waiting: dict[int, int] = {}  # rid -> its block count
     running: dict[int, list[int]] = {}  # rid -> [blocks computed, block count]
-    for number in range(rng.randint(10, 120)):
+    for number in range(rng.randint(*lengths)):
         free_ids = [rid for rid in range(MAX_IDS) if rid not in waiting and rid not in running]
         allowed = {"arrive": free_ids, "lookup": sorted(waiting), "allocate": sorted(waiting),
                    "compute": [r for r, (c, n) in running.items() if c < n], "decode": [r for r, (c, n) in running.items() if c == n],
@@ -138,7 +171,7 @@ def interleaving(rng: random.Random, tally: Counter[str]) -> None:
         rid = rng.choice(allowed[op])
         where = f"operation {number} (pool {capacity} x {block_size})"
         if op == "arrive":
-            ids, length = arrival(rng, earlier, capacity, block_size, alphabet)
+            ids, length = arrival(rng, earlier, capacity, block_size, alphabet, part)
             earlier.append(ids)
             pair.operation(where, op, rid, ids, length)
             waiting[rid] = len(ids)
@@ -164,28 +197,32 @@ def interleaving(rng: random.Random, tally: Counter[str]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--interleavings", type=int, default=5000)
+    parser.add_argument("--interleavings", type=int, default=5000, help="interleavings on pools of 1 to 16 blocks of 1 to 4 tokens")
+    parser.add_argument("--large", type=int, default=100, help="interleavings on pools of 64 to 1,024 blocks of 16 tokens")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    tally: Counter[str] = Counter()
-    differences, start = [], time.perf_counter()
-    for i in range(args.interleavings):
-        try:
-            interleaving(random.Random(args.seed * 10**6 + i), tally)
-        except Difference as difference:
-            differences.append(f"interleaving {i}: {difference}")
-        tally["interleavings"] += 1
-    seconds = time.perf_counter() - start
-    print(f"check_lifecycle.py --interleavings {args.interleavings} --seed {args.seed}: vLLM {VllmPrefixCache.identity.version}, "
-          f"kvspec's reference reference/dialects/in_flight_lifecycle.py")
-    print(f"{tally['interleavings']} interleavings, {tally['operations']} operations compared, {len(differences)} differences")
-    print("operations: " + ", ".join(f"{op} {tally[op]}" for op in WEIGHTS))
-    print(f"refused by the pool: {tally['allocate_refused']} allocations, {tally['decode_refused']} decodes; arrivals: "
-          f"{tally['arrivals']}, {tally['partial_last_block']} with a partial last block, {tally['longer_than_pool']} longer than the "
-          f"pool; {tally['held_twice']} operations leaving a block cached in two slots")
-    adapter_seconds = tally["adapter_seconds_us"] / 1e6
-    print(f"the adapter's own calls: {adapter_seconds:.1f} s, {tally['operations'] / adapter_seconds:,.0f} operations/s "
-          f"(the whole run {seconds:.1f} s)")
+    print(f"check_lifecycle.py --interleavings {args.interleavings} --large {args.large} --seed {args.seed}: vLLM "
+          f"{VllmPrefixCache.identity.version}, kvspec's reference reference/dialects/in_flight_lifecycle.py and the model "
+          f"tests/engines/vllm_model.py")
+    differences: list[str] = []
+    large = range(args.interleavings, args.interleavings + args.large)
+    phases = (("small pools", range(args.interleavings), SMALL), ("large pools", large, LARGE))
+    for name, numbers, sizes in phases:
+        tally: Counter[str] = Counter()
+        found, start = len(differences), time.perf_counter()
+        for i in numbers:
+            try:
+                interleaving(random.Random(args.seed * 10**6 + i), tally, sizes)
+            except Difference as difference:
+                differences.append(f"interleaving {i}: {difference}")
+        adapter_seconds = tally["adapter_seconds_us"] / 1e6
+        print(f"{name}: {len(numbers)} interleavings, {tally['operations']} operations compared, {len(differences) - found} differences")
+        print("  operations: " + ", ".join(f"{op} {tally[op]}" for op in WEIGHTS))
+        print(f"  refused by the pool: {tally['allocate_refused']} allocations, {tally['decode_refused']} decodes; arrivals: "
+              f"{tally['arrivals']}, {tally['partial_last_block']} with a partial last block, {tally['longer_than_pool']} longer than "
+              f"the pool; {tally['held_twice']} operations leaving a block cached in two slots")
+        print(f"  the adapter's own calls: {adapter_seconds:.1f} s, {tally['operations'] / max(adapter_seconds, 1e-9):,.0f} operations/s "
+              f"(the whole phase {time.perf_counter() - start:.1f} s)")
     for difference in differences:
         print(difference)
     return 1 if differences else 0
