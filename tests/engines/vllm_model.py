@@ -14,7 +14,17 @@ kvspec block at position i with hash id h holds [h] * block_size tokens, so the 
 
 from collections import OrderedDict
 
-from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Finished, Identity, Level, LifecycleState, Snapshot
+from kvspec.adapters.interface import (
+    Accounting,
+    AdapterConfig,
+    AdapterFailure,
+    ConfigRefused,
+    Finished,
+    Identity,
+    Level,
+    LifecycleState,
+    Snapshot,
+)
 
 
 class Block:
@@ -95,8 +105,7 @@ class InFlight:
         self.block_hashes: list[int] = []
         self.blocks: list[Block] = []
         self.num_cached, self.running, self.computed = 0, False, 0
-        self.hit_tokens: int | None = None
-        self.recomputed_tokens = self.computed_before = 0
+        self.accounting = Accounting()
 
 
 class VllmModel:
@@ -236,11 +245,7 @@ class VllmModel:
         self.touch(hit)
         flight.blocks = hit + self.get_new_blocks(-(-flight.num_tokens // block_size) - len(hit))
         flight.num_cached, flight.num_computed_tokens, flight.running = len(hit), len(hit) * block_size, True
-        hit_tokens = min(len(hit) * block_size, flight.input_length)
-        if flight.hit_tokens is None:
-            flight.hit_tokens = hit_tokens
-        else:
-            flight.recomputed_tokens += max(0, flight.computed_before - hit_tokens)
+        flight.accounting.admitted(min(len(hit) * block_size, flight.input_length))
         flight.computed = 0
         return True
 
@@ -277,13 +282,13 @@ class VllmModel:
         """free (single_type_kv_cache_manager.py:591-599): its blocks in reverse; its accounting."""
         flight = self.in_flight.pop(rid)
         self.free_blocks(flight.blocks[::-1])
-        return Finished(flight.hit_tokens or 0, flight.recomputed_tokens)
+        return flight.accounting.finished()
 
     def preempt(self, rid: int) -> None:
         """free, then _preempt_request (sched/scheduler.py:1799-1822): nothing computed, its tokens kept."""
         flight = self.in_flight[rid]
         self.free_blocks(flight.blocks[::-1])
-        flight.computed_before = min(flight.num_computed_tokens, flight.input_length)
+        flight.accounting.computed_before = min(flight.num_computed_tokens, flight.input_length)
         flight.blocks, flight.num_cached, flight.num_computed_tokens, flight.running, flight.computed = [], 0, 0, False, 0
 
     def lifecycle_state(self) -> LifecycleState:

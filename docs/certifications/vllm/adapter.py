@@ -78,7 +78,7 @@ free queue holds block objects whose hashes are sha256 digests, not kvspec's que
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 
 import torch
@@ -89,7 +89,17 @@ from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
 from vllm.v1.request import Request, RequestStatus
 
-from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Finished, Identity, Level, LifecycleState, Snapshot
+from kvspec.adapters.interface import (
+    Accounting,
+    AdapterConfig,
+    AdapterFailure,
+    ConfigRefused,
+    Finished,
+    Identity,
+    Level,
+    LifecycleState,
+    Snapshot,
+)
 
 HASH_ALGORITHM = "sha256"  # CacheConfig.prefix_caching_hash_algo's default
 MAX_POOL_BLOCKS = 2**20  # one KVCacheBlock object each, built at once
@@ -106,9 +116,7 @@ class InFlight:
     number: int  # its vLLM request id, which names its output tokens
     count: int  # n, its hash ids
     computed: int = 0  # the blocks its computes have reached since its allocation (PROTO-36)
-    hit_tokens: int | None = None
-    recomputed_tokens: int = 0
-    computed_before: int = 0  # its computed prompt tokens at its last preemption
+    accounting: Accounting = field(default_factory=Accounting)
 
 
 class VllmPrefixCache:
@@ -175,15 +183,11 @@ class VllmPrefixCache:
         manager, flight = self.configured(), self.in_flight[rid]
         request = flight.request
         blocks, hit, _ = manager.get_computed_blocks(request)
-        allocated = manager.allocate_slots(request, request.num_tokens - hit, hit, blocks, delay_cache_blocks=True, full_sequence_must_fit=True)
-        if allocated is None:
+        if manager.allocate_slots(request, request.num_tokens - hit, hit, blocks, delay_cache_blocks=True,
+                                  full_sequence_must_fit=True) is None:
             return False
         request.status, request.num_computed_tokens = RequestStatus.RUNNING, hit
-        hit_tokens = min(hit, request.num_prompt_tokens)
-        if flight.hit_tokens is None:
-            flight.hit_tokens = hit_tokens
-        else:
-            flight.recomputed_tokens += max(0, flight.computed_before - hit_tokens)
+        flight.accounting.admitted(min(hit, request.num_prompt_tokens))
         flight.computed = 0
         return True
 
@@ -209,14 +213,13 @@ class VllmPrefixCache:
     def finish(self, rid: int) -> Finished:
         flight = self.in_flight.pop(rid)
         self.configured().free(flight.request)
-        assert flight.hit_tokens is not None  # PROTO-36: a running request has been allocated
-        return Finished(flight.hit_tokens, flight.recomputed_tokens)
+        return flight.accounting.finished()
 
     def preempt(self, rid: int) -> None:
         flight = self.in_flight[rid]
         request = flight.request
         self.configured().free(request)
-        flight.computed_before = min(request.num_computed_tokens, request.num_prompt_tokens)
+        flight.accounting.computed_before = min(request.num_computed_tokens, request.num_prompt_tokens)
         request.status, request.num_computed_tokens = RequestStatus.PREEMPTED, 0
         flight.computed = 0
 
