@@ -13,18 +13,9 @@ kvspec block at position i with hash id h holds [h] * block_size tokens, so the 
 """
 
 from collections import OrderedDict
+from typing import NoReturn
 
-from kvspec.adapters.interface import (
-    Accounting,
-    AdapterConfig,
-    AdapterFailure,
-    ConfigRefused,
-    Finished,
-    Identity,
-    Level,
-    LifecycleState,
-    Snapshot,
-)
+from kvspec.adapters.interface import Accounting, AdapterConfig, AdapterFailure, ConfigRefused, Finished, Identity, Level, Snapshot
 
 
 class Block:
@@ -291,7 +282,7 @@ class VllmModel:
         flight.accounting.computed_before = min(flight.num_computed_tokens, flight.input_length)
         flight.blocks, flight.num_cached, flight.num_computed_tokens, flight.running, flight.computed = [], 0, 0, False, 0
 
-    def lifecycle_state(self) -> LifecycleState:
+    def lifecycle_state(self) -> NoReturn:
         raise AdapterFailure("the results level has no lifecycle state")
 
     def resident_count(self) -> int:
