@@ -205,7 +205,7 @@ class VllmModel:
     # the lifecycle: several requests in flight, driven as adapter.py drives the real manager ----------
 
     def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
-        """A new Request (request.py:89-173): WAITING, nothing computed, the hashes of its full blocks."""
+        """A new Request (request.py:61-173): WAITING, nothing computed, the hashes of its full blocks."""
         self.requests += 1
         flight = InFlight(self.requests, hash_ids, input_length)
         self.update_block_hashes(flight)
@@ -256,7 +256,7 @@ class VllmModel:
         flight.num_cached = max(flight.num_cached, full)
 
     def decode(self, rid: int) -> bool:
-        """allocate_slots(request, block_size) for a running request (single_type_kv_cache_manager.py:240-245:
+        """allocate_slots(request, block_size) for a running request (single_type_kv_cache_manager.py:214-266:
         the blocks it lacks), then block_size generated tokens, computed, and its full blocks cached."""
         flight, block_size = self.in_flight[rid], self.settings().block_size
         lacking = -(-(flight.num_computed_tokens + block_size) // block_size) - len(flight.blocks)
