@@ -98,6 +98,27 @@ class Finished:
     recomputed_tokens: int  # LIFE-HIT-2
 
 
+@dataclass(slots=True)
+class Accounting:
+    """LIFE-HIT-1, LIFE-HIT-2 for an implementation that offers the lifecycle and counts from its own hits
+    (docs/certifications/vllm/adapter.py, tests/engines/vllm_model.py): PROTO-42's answer, in tokens."""
+
+    hit_tokens: int | None = None  # its first allocation made's
+    recomputed_tokens: int = 0
+    computed_before: int = 0  # the prompt tokens it had computed when it was last preempted
+
+    def admitted(self, hit_tokens: int) -> None:
+        """An allocation made, hitting ``hit_tokens`` of its prompt: the first counts them, a later one the
+        tokens it had computed that it does not hit."""
+        if self.hit_tokens is None:
+            self.hit_tokens = hit_tokens
+        else:
+            self.recomputed_tokens += max(0, self.computed_before - hit_tokens)
+
+    def finished(self) -> Finished:
+        return Finished(self.hit_tokens or 0, self.recomputed_tokens)
+
+
 @dataclass(frozen=True)
 class LifecycleState:
     """PROTO-44: the pool (spec/lifecycle.md section 1): the queues as a Snapshot's, each referenced block with

@@ -182,10 +182,16 @@ def server_for(config: ReplayConfig) -> type[serve.Server]:
 def pool_for(config: ReplayConfig) -> Callable[[], Any]:
     """spec/lifecycle.md sections 1 to 5's pool of the configuration, as the adapter protocol's lifecycle
     operations drive it (PROTO-37 to PROTO-43): the reference Pool for the canonical policies; a
-    ConfigError for a dialect whose lifecycle the protocol does not yet reach."""
+    ConfigError for a dialect whose lifecycle the protocol does not yet reach. vLLM's pool in its dialect
+    takes them as LIFE-VLLM-10 to LIFE-VLLM-16 say."""
     if not config.dialect:
         from .lifecycle import Pool
 
         return lambda: Pool.empty(config)
-    raise ConfigError("LIFE-VLLM-1", "the lifecycle's operations take the canonical policies (a dialect's pool in flight is served by "
-                                     "`kvspec replay --serve --dialect`, spec/dialects.md section 9)")
+    if config.policy == "lru" and config.dialect == dialect_for("lru", "vllm"):
+        from .dialects.in_flight_lifecycle import VllmLifecycle
+
+        return lambda: VllmLifecycle.empty(config)
+    raise ConfigError("LIFE-VLLM-10", "the lifecycle's operations take the canonical policies and the dialect vllm of lru (another "
+                                      "dialect's pool in flight is served by `kvspec replay --serve --dialect`, spec/dialects.md "
+                                      "section 9)")

@@ -6,8 +6,9 @@ Each operation of section 2 is a method; the accounting identity, referenced-nev
 computed-before-hit (LIFE-INV-1, LIFE-INV-2) are its contracts.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .contracts import ensure, require
 from .errors import KvspecError
@@ -16,6 +17,7 @@ from .replay import ReplayConfig, hit_tokens
 from .request import prefix_hit_blocks
 
 InUse = InUseS3FIFO | InUseLRU | InUseFIFO
+R = TypeVar("R")
 
 
 @dataclass(slots=True)
@@ -78,6 +80,30 @@ def usable(pool: "Pool", h: int) -> bool:
     return pool.policy.is_resident(h) and h not in pool.pending
 
 
+def may_arrive(requests: Mapping[int, object], rid: int, hash_ids: list[int], input_length: int) -> None:
+    """LIFE-ARRIVE-1: a KvspecError unless ``rid`` may arrive: an id not in flight, a block and a token at least."""
+    if rid in requests:
+        raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is in flight already; a request in flight has an id of its own")
+    if not hash_ids or input_length < 1:
+        raise KvspecError("REPLAY-TRACE-2: a request has at least one block and at least one token")
+
+
+def waiting_in(requests: Mapping[int, R], rid: int) -> R:
+    """The waiting request ``rid`` of ``requests`` (each with a ``running`` flag), else a KvspecError (PROTO-36)."""
+    request = requests.get(rid)
+    if request is None or request.running:  # type: ignore[attr-defined]
+        raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is not waiting ({'running' if request else 'not in flight'})")
+    return request
+
+
+def running_in(requests: Mapping[int, R], rid: int) -> R:
+    """The running request ``rid`` of ``requests``, else a KvspecError (PROTO-36)."""
+    request = requests.get(rid)
+    if request is None or not request.running:  # type: ignore[attr-defined]
+        raise KvspecError(f"LIFE-ALLOC-2: request {rid} is not running ({'waiting' if request else 'not in flight'})")
+    return request
+
+
 @dataclass(slots=True, eq=False)
 class Pool:
     """LIFE-POOL-1: one pool of ``capacity`` slots, its policy in use, and the requests in flight."""
@@ -101,23 +127,14 @@ class Pool:
     def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
         """LIFE-ARRIVE-1: the request waits; nothing of the cache changes. (The checks are errors, not
         contracts: they refuse a caller's input whether contracts are installed or not.)"""
-        if rid in self.requests:
-            raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is in flight already; a request in flight has an id of its own")
-        if not hash_ids or input_length < 1:
-            raise KvspecError("REPLAY-TRACE-2: a request has at least one block and at least one token")
+        may_arrive(self.requests, rid, hash_ids, input_length)
         self.requests[rid] = Request(self.policy.blocks(hash_ids), input_length)
 
     def waiting(self, rid: int) -> Request:
-        request = self.requests.get(rid)
-        if request is None or request.running:
-            raise KvspecError(f"LIFE-ARRIVE-1: request {rid} is not waiting ({'running' if request else 'not in flight'})")
-        return request
+        return waiting_in(self.requests, rid)
 
     def running(self, rid: int) -> Request:
-        request = self.requests.get(rid)
-        if request is None or not request.running:
-            raise KvspecError(f"LIFE-ALLOC-2: request {rid} is not running ({'waiting' if request else 'not in flight'})")
-        return request
+        return running_in(self.requests, rid)
 
     def computed_all(self, rid: int, clause: str) -> Request:
         """The running request ``rid``, which has computed all its blocks (LIFE-DECODE-1, LIFE-FINISH-1)."""

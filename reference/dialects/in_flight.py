@@ -222,6 +222,19 @@ class CountedRequest(Protocol):
     computed_before: int
 
 
+def count_admission(request: CountedRequest, k: int, block_size: int, input_length: int) -> bool:
+    """LIFE-HIT-1, LIFE-HIT-2 (LIFE-VLLM-8, LIFE-VLLM-15): an admission made with k hit blocks; its first
+    counts its hit tokens, a later one the prompt tokens it had computed that it does not hit. Whether
+    it is the first."""
+    hit, first = hit_tokens(k, block_size, input_length), request.hit_tokens is None
+    if first:
+        request.hit_tokens = hit
+    else:
+        request.recomputed_tokens += max(0, request.computed_before - hit)
+    request.hit_blocks = k
+    return first
+
+
 class EnginePool(Protocol):
     """An engine's pool in flight: vLLM's here, SGLang's in in_flight_radix.py."""
 
@@ -254,13 +267,8 @@ class EngineServer(Server):
         """LIFE-HIT-1, LIFE-HIT-2: the head, allocated with k hit blocks, runs from them."""
         request, state = self.pool.requests[rid], self.in_service[rid]
         self.waiting.popleft()
-        hit = hit_tokens(k, self.block_size, state.input_length)
-        if request.hit_tokens is None:
-            request.hit_tokens = hit
+        if count_admission(request, k, self.block_size, state.input_length):
             self.result.uncomputed_tokens += self.uncomputed(rid, k)
-        else:
-            request.recomputed_tokens += max(0, request.computed_before - hit)
-        request.hit_blocks = k
         state.position = k * self.block_size
         state.waiting_ticks += self.now - state.joined
         self.running.append(rid)

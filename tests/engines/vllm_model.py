@@ -1,7 +1,9 @@
 """An independent model of vLLM 0.33.0's v1 prefix cache under the engine replay (one kvspec request
 = one vLLM request run to completion with its prompt only), written from vLLM's source, not from
 kvspec's reference: its block objects with reference counts, its free queue with holes, its map from
-block hash to blocks. It is an in-process adapter (python:tests/engines/vllm_model.py:adapter) that
+block hash to blocks; and, for the lifecycle (spec/dialects.md LIFE-VLLM-10 to LIFE-VLLM-16), several
+requests in flight, each with its block table, its cached count and its tokens, as adapter.py drives
+the real manager. It is an in-process adapter (python:tests/engines/vllm_model.py:adapter) that
 imports nothing of vLLM; docs/certifications/vllm/check_model.py replays it beside the real engine.
 Paths are vllm/v1/core/ of the installed wheel unless said; /work/notes/engines/vllm.md has the rules.
 
@@ -11,8 +13,9 @@ kvspec block at position i with hash id h holds [h] * block_size tokens, so the 
 """
 
 from collections import OrderedDict
+from typing import NoReturn
 
-from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from kvspec.adapters.interface import Accounting, AdapterConfig, AdapterFailure, ConfigRefused, Finished, Identity, Level, Snapshot
 
 
 class Block:
@@ -83,16 +86,32 @@ class HashToBlocks:
         return sum(len(holders) for holders in self.blocks.values())
 
 
+class InFlight:
+    """A vLLM Request in flight (request.py) and what the manager keeps of it (single_type_kv_cache_manager.py:
+    req_to_blocks, num_cached_block), with the lifecycle's accounting."""
+
+    def __init__(self, number: int, hash_ids: list[int], input_length: int) -> None:
+        self.number, self.hash_ids, self.input_length = number, hash_ids, input_length
+        self.num_tokens, self.num_computed_tokens = input_length, 0
+        self.block_hashes: list[int] = []
+        self.blocks: list[Block] = []
+        self.num_cached, self.running, self.computed = 0, False, 0
+        self.accounting = Accounting()
+
+
 class VllmModel:
     """One vLLM pool of capacity + 1 blocks with one full-attention group, driven as
-    docs/certifications/vllm/adapter.py drives the real one."""
+    docs/certifications/vllm/adapter.py drives the real one, its lifecycle too."""
 
     identity = Identity(name="model of vLLM 0.33.0's v1 prefix cache", language="python", version="0.33.0")
     level: Level = "results"
     policies = ("lru",)
+    lifecycle = True
 
     def __init__(self) -> None:
         self.config: AdapterConfig | None = None
+        self.in_flight: dict[int, InFlight] = {}
+        self.requests = 0
 
     def configure(self, config: AdapterConfig) -> None:
         self.config = None
@@ -102,7 +121,8 @@ class VllmModel:
             raise ConfigRefused("REPLAY-CONF-1, REPLAY-CONF-2: vLLM refuses a pool without blocks and a block size below 1")
         self.free_queue = FreeQueue(config.capacity)
         self.cached = HashToBlocks()
-        self.paths: dict[tuple[int, int], int] = {}  # (parent hash, hash id) -> hash
+        self.paths: dict[tuple[int, object], int] = {}  # (parent hash, hash id or a generated block) -> hash
+        self.in_flight = {}
         self.config = config
 
     def block_hashes(self, hash_ids: list[int], input_length: int) -> list[int]:
@@ -181,6 +201,89 @@ class VllmModel:
                 (first if block.block_hash is None else last).append(block)
         self.free_queue.prepend_n(first)
         self.free_queue.append_n(last)
+
+    # the lifecycle: several requests in flight, driven as adapter.py drives the real manager ----------
+
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        """A new Request (request.py:61-173): WAITING, nothing computed, the hashes of its full blocks."""
+        self.requests += 1
+        flight = InFlight(self.requests, hash_ids, input_length)
+        self.update_block_hashes(flight)
+        self.in_flight[rid] = flight
+
+    def update_block_hashes(self, flight: "InFlight") -> None:
+        """Request.update_block_hashes (request.py:285-288): a hash for each new full block, chained on the
+        one before (kv_cache_utils.py:953-1036); a block holding a generated token, whose id no prompt and
+        no other request holds, hashes apart from every other."""
+        block_size = self.settings().block_size
+        for i in range(len(flight.block_hashes), flight.num_tokens // block_size):
+            parent = flight.block_hashes[-1] if flight.block_hashes else -1
+            tokens = flight.hash_ids[i] if (i + 1) * block_size <= flight.input_length else ("generated", flight.number, i)
+            flight.block_hashes.append(self.paths.setdefault((parent, tokens), len(self.paths)))
+
+    def lookup(self, rid: int) -> int:
+        """get_computed_blocks over its tokens so far (kv_cache_manager.py:296-307: at most num_tokens - 1)."""
+        flight = self.in_flight[rid]
+        return len(self.longest_hit(flight.block_hashes, flight.num_tokens))
+
+    def allocate(self, rid: int) -> bool:
+        """allocate_slots(full_sequence_must_fit=True, delay_cache_blocks=True) (kv_cache_manager.py:531-614):
+        the whole sequence must fit, its hits touched, blocks for all its tokens taken, none cached."""
+        flight, block_size = self.in_flight[rid], self.settings().block_size
+        hit = self.longest_hit(flight.block_hashes, flight.num_tokens)
+        if not self.fits(hit, flight.num_tokens):
+            return False
+        self.touch(hit)
+        flight.blocks = hit + self.get_new_blocks(-(-flight.num_tokens // block_size) - len(hit))
+        flight.num_cached, flight.num_computed_tokens, flight.running = len(hit), len(hit) * block_size, True
+        flight.accounting.admitted(min(len(hit) * block_size, flight.input_length))
+        flight.computed = 0
+        return True
+
+    def compute(self, rid: int, upto: int) -> None:
+        """cache_blocks (single_type_kv_cache_manager.py:477-542) up to upto blocks' tokens, or all its
+        tokens at the last block: its full blocks not cached yet."""
+        flight = self.in_flight[rid]
+        tokens = upto * self.settings().block_size if upto < len(flight.hash_ids) else flight.num_tokens
+        self.cache_blocks(flight, tokens)
+        flight.num_computed_tokens = max(flight.num_computed_tokens, tokens)
+        flight.computed = upto
+
+    def cache_blocks(self, flight: "InFlight", tokens: int) -> None:
+        full = min(tokens, flight.num_tokens) // self.settings().block_size
+        for i in range(flight.num_cached, full):
+            self.insert_block_hash(flight.block_hashes[i], flight.blocks[i])
+        flight.num_cached = max(flight.num_cached, full)
+
+    def decode(self, rid: int) -> bool:
+        """allocate_slots(request, block_size) for a running request (single_type_kv_cache_manager.py:214-266:
+        the blocks it lacks), then block_size generated tokens, computed, and its full blocks cached."""
+        flight, block_size = self.in_flight[rid], self.settings().block_size
+        lacking = -(-(flight.num_computed_tokens + block_size) // block_size) - len(flight.blocks)
+        if lacking > len(self.free_queue):
+            return False
+        flight.blocks += self.get_new_blocks(lacking)
+        flight.num_tokens += block_size
+        self.update_block_hashes(flight)
+        flight.num_computed_tokens += block_size
+        self.cache_blocks(flight, flight.num_computed_tokens)
+        return True
+
+    def finish(self, rid: int) -> Finished:
+        """free (single_type_kv_cache_manager.py:591-599): its blocks in reverse; its accounting."""
+        flight = self.in_flight.pop(rid)
+        self.free_blocks(flight.blocks[::-1])
+        return flight.accounting.finished()
+
+    def preempt(self, rid: int) -> None:
+        """free, then _preempt_request (sched/scheduler.py:1799-1822): nothing computed, its tokens kept."""
+        flight = self.in_flight[rid]
+        self.free_blocks(flight.blocks[::-1])
+        flight.accounting.computed_before = min(flight.num_computed_tokens, flight.input_length)
+        flight.blocks, flight.num_cached, flight.num_computed_tokens, flight.running, flight.computed = [], 0, 0, False, 0
+
+    def lifecycle_state(self) -> NoReturn:
+        raise AdapterFailure("the results level has no lifecycle state")
 
     def resident_count(self) -> int:
         """Blocks holding a hash; a hash held twice counts twice."""

@@ -1,6 +1,7 @@
 """kvspec adapter for the v1 prefix cache of vLLM 0.33.0 (``KVCacheManager`` over its ``BlockPool``),
-driven through the engine replay of the issue-16 dialects: one kvspec request is one vLLM request
-run to completion with its prompt only.
+driven through the engine replay of the issue-16 dialects (one kvspec request is one vLLM request
+run to completion with its prompt only) and through the lifecycle's operations, several requests in
+flight at once (below).
 
     kvspec certify --adapter python:docs/certifications/vllm/adapter.py:adapter --dialect vllm
 
@@ -36,6 +37,39 @@ through unchanged: nothing on this path looks a token id up in a vocabulary.
   cached takes a second block (``block_pool.py:49-53``), and both are counted: each holds content and
   takes a slot of the capacity.
 
+The lifecycle (``lifecycle = True``, PROTO-35 to PROTO-43; spec/dialects.md LIFE-VLLM-10 to
+LIFE-VLLM-16, reference/dialects/in_flight_lifecycle.py): the same manager, with several vLLM
+``Request``s in flight at once, one a kvspec request id, kept across its preemptions, the adapter
+playing the scheduler's part (``sched/scheduler.py``) and each operation the manager's calls below.
+The manager's ``max_model_len`` is the one no request reaches, as above (LIFE-VLLM-10: only the pool
+refuses).
+
+- arrive: a new ``Request`` of the prompt above (status WAITING); nothing of the manager is called.
+- lookup: ``get_computed_blocks(request)``: its hit tokens over the request's tokens so far (its
+  prompt, and what its decodes generated before a preemption), capped by vLLM at ``num_tokens - 1``;
+  k = hit / block_size. It reads only.
+- allocate: ``get_computed_blocks``, then ``allocate_slots(request, num_tokens - hit, hit, blocks,
+  delay_cache_blocks=True, full_sequence_must_fit=True)`` (``kv_cache_manager.py:380-627``): None is
+  refused, and nothing changed; made, the request is RUNNING with ``num_computed_tokens = hit`` (as the
+  scheduler sets it at an admission), holding blocks for all its tokens, none newly cached: delayed
+  caching, the path of a KV connector's load (``:611-614``), so that a block is cached only when a
+  compute says it is computed (LIFE-VLLM-12).
+- compute(upto): ``cache_blocks(request, u)`` (``kv_cache_manager.py:791-801``), u = upto ×
+  block_size, or all the request's tokens at upto = n (its hash ids), and ``num_computed_tokens`` =
+  u when u is more. vLLM caches the full blocks it has not cached yet, its hit ones not again.
+- decode: ``allocate_slots(request, block_size, delay_cache_blocks=True)`` for the next block_size
+  tokens, one block more: None is refused (the pool has no free block), nothing changed; made,
+  block_size output tokens are appended (``append_output_token_ids``: ids no prompt holds,
+  ``OUTPUT_IDS`` + the request's own number × 2^32 + position, so its output blocks hash apart),
+  ``num_computed_tokens`` grows by block_size and ``cache_blocks`` caches its full blocks.
+- finish: ``free(request)`` (the blocks in reverse order, ``single_type_kv_cache_manager.py:591-599``);
+  the answer is the accounting below.
+- preempt: ``free(request)``, then what ``_preempt_request`` does to it (``sched/scheduler.py:1799-1822``):
+  status PREEMPTED, ``num_computed_tokens`` 0, its output kept.
+- the accounting (LIFE-HIT-1, LIFE-HIT-2), from vLLM's own hits: hit tokens min(hit, L) at its first
+  allocation made; at a later one, max(0, c - min(hit, L)) more recomputed tokens, c its
+  ``num_computed_tokens`` at its last preemption, at most L.
+
 Refused (ConfigRefused): a policy other than lru; a capacity or block size below 1, which vLLM
 refuses at startup (``kv_cache_planning.py:56``, ``config/cache.py:187``); and a capacity or block
 size too large to build in memory: the pool makes one Python object a block at once
@@ -44,6 +78,7 @@ free queue holds block objects whose hashes are sha256 digests, not kvspec's que
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib.metadata import version
 
 import torch
@@ -52,29 +87,54 @@ from vllm.utils.hashing import get_hash_fn_by_name
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks, KVCacheManager
 from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
-from vllm.v1.request import Request
+from vllm.v1.request import Request, RequestStatus
 
-from kvspec.adapters.interface import AdapterConfig, AdapterFailure, ConfigRefused, Identity, Level, Snapshot
+from kvspec.adapters.interface import (
+    Accounting,
+    AdapterConfig,
+    AdapterFailure,
+    ConfigRefused,
+    Finished,
+    Identity,
+    Level,
+    LifecycleState,
+    Snapshot,
+)
 
 HASH_ALGORITHM = "sha256"  # CacheConfig.prefix_caching_hash_algo's default
 MAX_POOL_BLOCKS = 2**20  # one KVCacheBlock object each, built at once
 MAX_BLOCK_TOKENS = 2**16  # a request holds a list of its tokens
 UNREACHED_MODEL_LEN = 2**62  # max_model_len: only the pool bounds a request
+OUTPUT_IDS = 10**15  # above every prompt's hash ids: a generated token is OUTPUT_IDS + its request's number * 2**32 + its position
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A kvspec request in flight: its vLLM Request, its block count, and its accounting."""
+
+    request: Request
+    number: int  # its vLLM request id, which names its output tokens
+    count: int  # n, its hash ids
+    computed: int = 0  # the blocks its computes have reached since its allocation (PROTO-36)
+    accounting: Accounting = field(default_factory=Accounting)
 
 
 class VllmPrefixCache:
     identity = Identity(name="vLLM v1 KVCacheManager (prefix caching)", language="python", version=version("vllm"))
     level: Level = "results"
     policies = ("lru",)
+    lifecycle = True
 
     def __init__(self) -> None:
         self.config: AdapterConfig | None = None
         self.manager: KVCacheManager | None = None
         self.hasher = None
         self.requests = 0  # request ids are unique over the adapter's life
+        self.in_flight: dict[int, InFlight] = {}
 
     def configure(self, config: AdapterConfig) -> None:
         self.config = self.manager = None
+        self.in_flight = {}
         if config.policy not in self.policies:
             raise ConfigRefused("vLLM's prefix cache has one eviction order, an LRU by request (its free queue)")
         if config.capacity < 1 or config.block_size < 1:
@@ -110,8 +170,65 @@ class VllmPrefixCache:
     def snapshot(self) -> Snapshot:
         raise AdapterFailure("the results level has no snapshot")
 
+    # the lifecycle (the module's docstring says how each operation maps) -----------------------
+
+    def arrive(self, rid: int, hash_ids: list[int], input_length: int) -> None:
+        self.in_flight[rid] = InFlight(self.request(hash_ids, input_length), self.requests, len(hash_ids))
+
+    def lookup(self, rid: int) -> int:
+        _, hit, _ = self.configured().get_computed_blocks(self.in_flight[rid].request)
+        return hit // self.configured_config().block_size
+
+    def allocate(self, rid: int) -> bool:
+        manager, flight = self.configured(), self.in_flight[rid]
+        request = flight.request
+        blocks, hit, _ = manager.get_computed_blocks(request)
+        if manager.allocate_slots(request, request.num_tokens - hit, hit, blocks, delay_cache_blocks=True,
+                                  full_sequence_must_fit=True) is None:
+            return False
+        request.status, request.num_computed_tokens = RequestStatus.RUNNING, hit
+        flight.accounting.admitted(min(hit, request.num_prompt_tokens))
+        flight.computed = 0
+        return True
+
+    def compute(self, rid: int, upto: int) -> None:
+        flight = self.in_flight[rid]
+        request = flight.request
+        tokens = upto * self.configured_config().block_size if upto < flight.count else request.num_tokens
+        self.configured().cache_blocks(request, tokens)
+        request.num_computed_tokens = max(request.num_computed_tokens, tokens)
+        flight.computed = upto
+
+    def decode(self, rid: int) -> bool:
+        manager, flight, block_size = self.configured(), self.in_flight[rid], self.configured_config().block_size
+        request = flight.request
+        if manager.allocate_slots(request, block_size, delay_cache_blocks=True) is None:
+            return False
+        base = OUTPUT_IDS + flight.number * 2**32
+        request.append_output_token_ids([base + position for position in range(request.num_tokens, request.num_tokens + block_size)])
+        request.num_computed_tokens += block_size
+        manager.cache_blocks(request, request.num_computed_tokens)
+        return True
+
+    def finish(self, rid: int) -> Finished:
+        flight = self.in_flight.pop(rid)
+        self.configured().free(flight.request)
+        return flight.accounting.finished()
+
+    def preempt(self, rid: int) -> None:
+        flight = self.in_flight[rid]
+        request = flight.request
+        self.configured().free(request)
+        flight.accounting.computed_before = min(request.num_computed_tokens, request.num_prompt_tokens)
+        request.status, request.num_computed_tokens = RequestStatus.PREEMPTED, 0
+        flight.computed = 0
+
+    def lifecycle_state(self) -> LifecycleState:
+        raise AdapterFailure("the results level has no lifecycle state")
+
     def close(self) -> None:
         self.config = self.manager = None
+        self.in_flight = {}
 
     def configured(self) -> KVCacheManager:
         if self.manager is None:
