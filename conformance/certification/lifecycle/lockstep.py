@@ -52,7 +52,7 @@ class InFlight:
         self.dialect_name = ", ".join(in_catalogue_order(dialect))
         self.reference = pool_for(self.reference_config)()
         self.operations: list[Operation] = []
-        self.state_level = adapter.level == "state"
+        self.state_level = adapter.level == "state" and not dialect  # a dialect's pool is not the canonical queues (DIALECT-7)
         self.shown: Json | None = lifecycle_state_json(pool_state(self.reference)) if self.state_level else None  # the empty pool
 
     def perform(self, operation: Operation) -> Json:
