@@ -4,7 +4,7 @@ dialect search where asked, and what it found made a verdict (report.py)."""
 
 import copyreg
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -134,8 +134,21 @@ class Certification:
                 again = partial(certify_policy, implementation, policy, self.profile, self.seed, self.pins)  # (dialect, failed_at)
                 searches[policy] = find_dialect(implementation, policy, outcome, again)
             if adapter.lifecycle and policy != "benefit" and in_flight_specified(policy, dialects[policy]):  # PROTO-35
-                outcomes.append(certify_in_flight(implementation, policy, self.profile, self.seed, self.pins, dialects[policy]))
+                outcomes += self.in_flight(implementation, policy, dialects[policy], searches.get(policy))
         return outcomes, searches
+
+    def in_flight(self, implementation: Implementation, policy: str, dialect: Dialect, search: Search | None) -> list[Outcome]:
+        """Its requests in flight against ``dialect``; with --find-dialect, where they do not conform, against
+        each dialect with a lifecycle (DIALECT-8: the engines' pools in flight, spec/dialects.md section 9,
+        the one the replay's search found first), until one conforms."""
+        outcome = certify_in_flight(implementation, policy, self.profile, self.seed, self.pins, dialect)
+        if not self.find_dialect or outcome.conforms:
+            return [outcome]
+        for candidate in lifecycle_dialects(policy, None if search is None else search.dialect):
+            found = certify_in_flight(implementation, policy, self.profile, self.seed, self.pins, candidate)
+            if found.conforms:
+                return [outcome, replace(found, searched=True)]
+        return [outcome]
 
     def dialects(self, policies: list[str]) -> dict[str, Dialect]:
         """Each policy's dialect; DIALECT-2, DIALECT-5: a ConfigError for a policy the dialect asked for does not have."""
@@ -179,6 +192,12 @@ def in_flight_specified(policy: str, dialect: Dialect) -> bool:
     except ConfigError:
         return False
     return True
+
+
+def lifecycle_dialects(policy: str, found: Dialect | None) -> list[Dialect]:
+    """The engines' dialects of ``policy`` whose pool in flight the lifecycle's operations reach, ``found`` first."""
+    known = list(dict.fromkeys(dialect_for(policy, name) for name, dialects in KNOWN_DIALECTS.items() if policy in dialects))
+    return sorted((d for d in known if d and in_flight_specified(policy, d)), key=lambda d: d != found)
 
 
 def close_quietly(implementation: Implementation) -> None:

@@ -120,6 +120,7 @@ class Outcome:
     accepted: int = 0  # how many configurations both accepted: the behaviour was certified on them
     failed_at: tuple[Knobs, ...] = ()  # the whole-domain knob values it failed at configure with, not offered again
     in_flight: bool = False  # requests in flight: the lifecycle machine's verdict (spec/lifecycle.md), not the one-at-a-time replay's
+    searched: bool = False  # requests in flight against a dialect --find-dialect found (DIALECT-8)
 
     @property
     def conforms(self) -> bool:

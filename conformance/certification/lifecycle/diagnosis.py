@@ -224,6 +224,8 @@ def state_diagnosis(flight: "InFlight", want: "Json", got: "Json") -> Diagnosis:
     lost = sorted(h for h in referenced_before if h in spec_resident and h not in resident)
     if lost:
         return named("LIFE-EVICT-1", evidence=f"; it evicted block {lost[0]}, which its own pool counted as referenced")
+    if resident != spec_resident:  # the counts and blocks not computed of blocks resident in one pool alone follow from it
+        return queues_diagnosis(flight, op, want, got, resident, spec_resident)
     for field, diagnose in (("refs", refs_diagnosis), ("pending", pending_diagnosis), ("held", held_diagnosis)):
         if got[field] != want[field]:
             return diagnose(flight, op, rid, before, want, got)

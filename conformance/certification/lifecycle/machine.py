@@ -6,7 +6,8 @@ reference counts, blocks not computed, held blocks: LIFE-INV-1's accounting and 
 evicted, LIFE-INV-2's computed-before-hit, all on the implementation's own pool).
 
 Requests share and part from prefixes as conversations do (fresh, a next turn, a branch part-way,
-an exact repeat: core/workloads.py Conversations); pools are small (one slot to a dozen) so that
+an exact repeat: core/workloads.py Conversations), or mix earlier ids and fresh ones, an id twice
+in one request among them (REPLAY-TRACE-4); pools are small (one slot to a dozen) so that
 several requests fill them with blocks in use, and now and then a request is longer than the pool
 (LIFE-ALLOC-4 runs it alone). A waiting request is looked up and allocated, most often a lookup
 just before its allocation, as a scheduler does (so that its hits are checked where they are
@@ -38,7 +39,8 @@ IN_FLIGHT = 6  # requests at once, at most: enough to fill a pool of a dozen slo
 # Request ids from the whole domain (PROTO-37: a count up to 2**63 - 1), now and then: an implementation
 # that keeps them narrower mistakes one request for another.
 WIDE_IDS = [INT64_MAX, 0, 2**32, 2**53 + 1, 2**31]
-SHAPES = ["fresh", "extend", "branch", "repeat", "long"]
+SHAPES = ["fresh", "extend", "branch", "repeat", "long", "mix"]
+MIXES = st.lists(st.integers(0, 9), min_size=1, max_size=5)  # 0: a fresh id; n: the n-th most recent id seen, repeats within a request too
 
 
 @dataclass
@@ -132,13 +134,16 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     def drain(self) -> None:
         """The running requests compute what they have left and finish; then each waiting one, in
-        arrival order, is looked up, allocated (made: nothing else is in use, LIFE-ALLOC-4), computed and finished."""
+        arrival order, is looked up, allocated, computed and finished (the allocation is made, nothing
+        else being in use, LIFE-ALLOC-4; in an engine's dialect one longer than the pool is refused
+        and waits on, LIFE-VLLM-10)."""
+        assert self.flight is not None
         for rid in [rid for rid, phase in self.phases.items() if phase.running]:
             self.run_out(rid)
         for rid in list(self.phases):
             self.perform(("lookup", rid))
-            self.perform(("allocate", rid))
-            self.run_out(rid)
+            if self.flight.perform(("allocate", rid))["made"]:
+                self.run_out(rid)
 
     def run_out(self, rid: int) -> None:
         phase = self.phases.pop(rid)
@@ -174,6 +179,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             hash_ids = conversations.fresh(blocks)
         elif shape == "long":
             hash_ids = conversations.fresh(min(config.capacity, 12) + blocks)  # longer than the pool (LIFE-ALLOC-4: it runs alone)
+        elif shape == "mix":  # REPLAY-TRACE-4: an id repeated, one pool slot for both (LIFE-ALLOC-2, LIFE-ALLOC-4)
+            hash_ids = [conversations.earlier(n - 1) if n else conversations.fresh(1)[0] for n in data.draw(MIXES, label="mix")]
         else:
             parent = earlier[-1 - pick % len(earlier)]
             hash_ids = (list(parent) if shape == "repeat" else conversations.extend(parent, blocks) if shape == "extend"

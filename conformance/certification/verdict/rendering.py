@@ -65,7 +65,9 @@ def conformance(conforms: bool) -> str:
 
 def label(policy: PolicyVerdict) -> str:
     """A policy's verdict as the console and report.md name it: its requests in flight apart (spec/lifecycle.md)."""
-    return f"{policy.policy}, requests in flight" if policy.in_flight else policy.policy
+    if not policy.in_flight:
+        return policy.policy
+    return f"{policy.policy}, requests in flight{' (the dialect --find-dialect found)' if policy.searched else ''}"
 
 
 def parts_of(policy: PolicyVerdict) -> str:

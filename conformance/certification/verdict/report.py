@@ -133,6 +133,9 @@ class PolicyVerdict(BaseModel):
     policy: AnyPolicyName = Field(description="the policy certified (PROTO-6)")
     in_flight: bool = Field(False, description="true for the verdict on requests in flight (spec/lifecycle.md sections 1 to 5, PROTO-35): "
                             "the lifecycle machine's, for an implementation that offers the lifecycle; false for the one-at-a-time replay's")
+    searched: bool = Field(False, description="true for a verdict of requests in flight against a dialect `kvspec certify --find-dialect` "
+                           "found (DIALECT-8): the first engine's pool in flight (spec/dialects.md section 9) it conforms to, where it did "
+                           "not conform to the dialect asked for")
     dialect: list[str] = Field(default_factory=list, description="DIALECT-7: the variation points of the dialect certified against, in "
                                "spec/dialects.md's order; empty: the canonical spec")
     conforms: bool = Field(description="true when the run found no failure for this policy")
@@ -355,9 +358,9 @@ def build_verdict(reproduction: Reproduction, identity: Identity | None, level: 
             saved |= files
         verdicts.append(PolicyVerdict(
             policy=outcome.policy,  # type: ignore[arg-type]
-            in_flight=outcome.in_flight, dialect=in_catalogue_order(outcome.dialect), conforms=outcome.conforms, examples_per_second=outcome.examples_per_second,
+            in_flight=outcome.in_flight, searched=outcome.searched, dialect=in_catalogue_order(outcome.dialect), conforms=outcome.conforms, examples_per_second=outcome.examples_per_second,
             clauses=clauses_for(outcome), failures=failures, behaviour=behaviour_of(outcome),
-            found=None if outcome.policy not in searches else found_dialect(searches[outcome.policy]),
+            found=None if outcome.in_flight or outcome.policy not in searches else found_dialect(searches[outcome.policy]),
         ))
     outside = [failure_of(reproduction, "implementation", n, f, directory) for n, f in enumerate(faults, start=1)]
     saved |= {name: text for _, files in outside for name, text in files.items()}
