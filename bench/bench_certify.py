@@ -2,11 +2,13 @@
 
     python bench/bench_certify.py [--seeds 0,1,2] [--repeats 3] [--output docs/mutant-gallery.md]
     python bench/bench_certify.py --only adapters   # the adapter table alone, on stdout: about a minute
+    python bench/bench_certify.py --only in-flight  # the engines' gallery in flight and the machines' speeds: a few minutes
 
 Writes a Markdown page: for each mutant (seed 000's common mistakes, conformance/galleries/mutants.py),
 the clause spec/s3fifo.md section 8 maps its mistake to, the clause the suite's diagnosis leads
 with, the time to catch it and the shrunk trace's length, for each seed of the quick profile; and
-the same for the benefit-policy gallery (conformance/galleries/benefit_mutants.py); and the examples per
+the same for the benefit-policy gallery (conformance/galleries/benefit_mutants.py) and, in flight, for the
+engines' gallery (conformance/galleries/lifecycle_mutants.py) at both levels, with the two machines' speeds; and the examples per
 CPU-second the quick profile reaches through each adapter kind, with the reference served over the
 protocol as a share of the reference in-process. Contracts are off (KVSPEC_CONTRACTS=0), as for any
 certification run; set the variable before Python starts.
@@ -26,9 +28,9 @@ if os.environ.get("KVSPEC_CONTRACTS") != "0":  # read once, at import: re-run wi
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "KVSPEC_CONTRACTS": "0"})
 
 from kvspec.adapters import Implementation  # noqa: E402
-from kvspec.conformance.certification.certify import certify_policy  # noqa: E402
+from kvspec.conformance.certification.certify import certify_in_flight, certify_policy  # noqa: E402
 from kvspec.conformance.certification.findings.divergence import Outcome  # noqa: E402
-from kvspec.conformance.galleries import benefit_mutants  # noqa: E402
+from kvspec.conformance.galleries import benefit_mutants, lifecycle_mutants  # noqa: E402
 from kvspec.conformance.galleries.mutants import FACTORIES, MUTANTS  # noqa: E402
 from kvspec.reference import ALL_POLICIES  # noqa: E402
 
@@ -208,7 +210,68 @@ def adapter_section(seeds: list[int], repeats: int) -> list[str]:
     ]
 
 
-SECTIONS = {"mutants": mutant_section, "benefit": benefit_section, "adapters": adapter_section}
+def in_flight_rows(seeds: list[int], policy: str = "lru") -> list[str]:
+    """Each mutant of the engines' gallery certified in flight on ``policy``, at both levels."""
+    rows = []
+    for name, cls in lifecycle_mutants.MUTANTS.items():
+        cells = []
+        for level in ("state", "results"):
+            runs = []
+            for seed in seeds:
+                started = time.perf_counter()
+                outcome = certify_in_flight(lifecycle_mutants.PoolAdapter(cls, level), policy, "quick", seed)  # type: ignore[arg-type]
+                assert not outcome.conforms, f"{name} was not caught at the {level} level"
+                runs.append((time.perf_counter() - started, outcome))
+            diagnosis = sorted({", ".join(f.divergence.clauses[:3]) + (" (consistent)" if f.divergence.consistent_with else "")
+                                for _, o in runs for f in o.findings[:1] if f.divergence})
+            cells += ["; ".join(diagnosis), " / ".join(f"{elapsed:.1f}" for elapsed, _ in runs),
+                      " / ".join(str(min(f.divergence.request for f in o.findings if f.divergence)) for _, o in runs)]
+        rows.append(f"| {name} | {' '.join(cls.report.split(' ', 2)[:2])} | {cls.breaks} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def in_flight_section(seeds: list[int], repeats: int) -> list[str]:
+    per_seed = " / ".join(f"seed {seed}" for seed in seeds)
+    return [
+        "## The engines' gallery, in flight",
+        "",
+        "Each mutant is one of the engines' own reported bugs about blocks in use and hit accounting "
+        "(conformance/galleries/lifecycle_mutants.py), certified in flight (the lifecycle machine, "
+        "conformance/certification/lifecycle/machine.py) on LRU, at the state level and at the results level. *Diagnosis* is "
+        "what the first finding leads with (\"consistent\": the clauses the symptom is only consistent with); the length is "
+        "the operations of the shrunk counterexample.",
+        "",
+        f"| mutant | report | breaks | state: diagnosis | state: seconds ({per_seed}) | state: operations | "
+        f"results: diagnosis | results: seconds | results: operations |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *in_flight_rows(seeds),
+        "",
+        "The machine's speed on the reference in-process, the quick profile at seed 0: examples per CPU-second of the one-at-a-time "
+        f"machine and of the machine of requests in flight, the best of {repeats}.",
+        "",
+        "| policy | one at a time | in flight | in flight / one at a time |",
+        "|---|---:|---:|---:|",
+        *speed_rows(repeats),
+        "",
+    ]
+
+
+def speed_rows(repeats: int) -> list[str]:
+    rows = []
+    for policy in ("s3fifo", "lru", "fifo"):
+        one, flight = 0.0, 0.0
+        for _ in range(repeats):
+            started = time.process_time()
+            outcome = certify_policy(Implementation("reference"), policy, "quick")
+            one = max(one, outcome.examples / (time.process_time() - started))
+            started = time.process_time()
+            outcome = certify_in_flight(Implementation("reference"), policy, "quick")
+            flight = max(flight, outcome.examples / (time.process_time() - started))
+        rows.append(f"| {policy} | {one:.1f} | {flight:.1f} | {flight / one:.2f} |")
+    return rows
+
+
+SECTIONS = {"mutants": mutant_section, "benefit": benefit_section, "adapters": adapter_section, "in-flight": in_flight_section}
 
 
 if __name__ == "__main__":

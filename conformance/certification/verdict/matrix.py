@@ -80,18 +80,24 @@ def certified(folder: Path) -> Certified:
                      read_fixtures(dialect / "fixtures.json") if (dialect / "fixtures.json").exists() else None)
 
 
-def counts(verdicts: list[dict[str, Any]] | None, policy: str) -> str:
-    """The replay cases of ``policy`` that passed and failed (FIX-3: a replay case's id names its policy)."""
+def counts(verdicts: list[dict[str, Any]] | None, policy: str, in_flight: bool = False) -> str:
+    """The replay cases of ``policy`` (``in_flight``: its lifecycle cases) that passed and failed (FIX-3:
+    a case's id names its kind and policy)."""
     if verdicts is None:
         return "—"
-    mine = [v for v in verdicts if v["id"].startswith(f"replay-{policy}-")]
+    mine = [v for v in verdicts if v["id"].startswith(f"{'lifecycle' if in_flight else 'replay'}-{policy}-")]
+    if not mine:
+        return "—"
     tally = {kind: sum(v["verdict"] == kind for v in mine) for kind in ("pass", "fail")}
     return f"{tally['pass']} pass, {tally['fail']} fail"
 
 
-def found_text(verdict: PolicyVerdict) -> str:
+def found_text(verdict: PolicyVerdict, report: Report) -> str:
     if verdict.conforms:
         return "canonical"
+    if verdict.in_flight:  # DIALECT-8: the engine dialect in flight it conformed to, its own verdict beside it
+        searched = next((v for v in report.policies if v.searched and v.policy == verdict.policy), None)
+        return "not searched, or none found" if searched is None else ", ".join(searched.dialect)
     found = verdict.found
     if found is None:
         return "not searched"
@@ -99,15 +105,16 @@ def found_text(verdict: PolicyVerdict) -> str:
     return ("the search found none" if found.dialect is None else ", ".join(found.dialect)) + cost
 
 
-def conforms_to_dialect(c: Certified, policy: str) -> bool | None:
-    """The verdict of ``policy``'s certification against the dialect named after the folder; None where there is none."""
+def conforms_to_dialect(c: Certified, policy: str, in_flight: bool = False) -> bool | None:
+    """The verdict of ``policy``'s certification (``in_flight``: of its requests in flight) against the
+    dialect named after the folder; None where there is none."""
     if c.dialect_report is None:
         return None
-    return next((verdict.conforms for verdict in c.dialect_report.policies if verdict.policy == policy), None)
+    return next((verdict.conforms for verdict in c.dialect_report.policies if (verdict.policy, verdict.in_flight) == (policy, in_flight)), None)
 
 
-def dialect_verdict(c: Certified, policy: str) -> str:
-    conforms = conforms_to_dialect(c, policy)
+def dialect_verdict(c: Certified, policy: str, in_flight: bool = False) -> str:
+    conforms = conforms_to_dialect(c, policy, in_flight)
     return "—" if conforms is None else f"{'conforms' if conforms else 'does not conform'} to {c.folder.name}"
 
 
@@ -134,11 +141,14 @@ class Row:
 
 
 def rows(certifications: list[Certified]) -> list[Row]:
-    return [Row(c.folder.name, c.report.implementation["name"], c.report.implementation["version"], verdict.policy,
+    """A row for each policy, and one for its requests in flight where the implementation offers the lifecycle."""
+    return [Row(c.folder.name, c.report.implementation["name"], c.report.implementation["version"],
+                f"{verdict.policy}, in flight" if verdict.in_flight else verdict.policy,
                 "conforms" if verdict.conforms else f"does not conform ({plural(len(verdict.failures), 'shrunk failure')})",
-                found_text(verdict), dialect_verdict(c, verdict.policy), counts(c.fixtures, verdict.policy),
-                counts(c.dialect_fixtures, verdict.policy), verdict.conforms, conforms_to_dialect(c, verdict.policy))
-            for c in certifications for verdict in c.report.policies]
+                found_text(verdict, c.report), dialect_verdict(c, verdict.policy, verdict.in_flight),
+                counts(c.fixtures, verdict.policy, verdict.in_flight), counts(c.dialect_fixtures, verdict.policy, verdict.in_flight),
+                verdict.conforms, conforms_to_dialect(c, verdict.policy, verdict.in_flight))
+            for c in certifications for verdict in c.report.policies if not verdict.searched]
 
 
 def matrix(certifications: list[Certified]) -> str:
@@ -179,6 +189,9 @@ def dialect_section(c: Certified, spec: str) -> str:
     """The README's part that states the dialect kvspec found, and the evidence for it."""
     lines = [BEGIN, "", "## Its dialect, as kvspec found it", ""]
     for verdict in c.report.policies:
+        if verdict.in_flight:
+            lines += in_flight_lines(c, verdict) if not verdict.searched else []
+            continue
         if verdict.conforms:
             lines += [f"{verdict.policy}: conforms to the canonical spec.", ""]
             continue
@@ -202,6 +215,18 @@ def dialect_section(c: Certified, spec: str) -> str:
         lines += ["", f"Against its dialect: {dialect_verdict(c, verdict.policy)}; its dialect's fixtures ({verdict.policy}): "
                   f"{counts(c.dialect_fixtures, verdict.policy)}.", ""]
     return "\n".join([*lines, END])
+
+
+def in_flight_lines(c: Certified, verdict: PolicyVerdict) -> list[str]:
+    """The dialect section's lines on a policy's requests in flight (spec/lifecycle.md, spec/dialects.md section 9)."""
+    said = f"{verdict.policy}, requests in flight: "
+    if verdict.conforms:
+        return [said + "conform to the canonical spec (spec/lifecycle.md).", ""]
+    found = found_text(verdict, c.report)
+    searched = (f"`kvspec certify --find-dialect` found them to conform to the engine dialect's pool in flight ({found}, "
+                "spec/dialects.md section 9)" if found != "not searched, or none found" else "no engine dialect's pool in flight was found for them")
+    return [said + f"do not conform to the canonical spec (spec/lifecycle.md); {searched}. Against its dialect: "
+            f"{dialect_verdict(c, verdict.policy, in_flight=True)}.", ""]
 
 
 def with_section(readme: str, section: str, path: Path) -> str:
