@@ -3,6 +3,7 @@
     python bench/bench_certify.py [--seeds 0,1,2] [--repeats 3] [--output docs/mutant-gallery.md]
     python bench/bench_certify.py --only adapters   # the adapter table alone, on stdout: about a minute
     python bench/bench_certify.py --only in-flight  # the engines' gallery in flight and the machines' speeds: a few minutes
+    python bench/bench_certify.py --only handmade   # the hand-made mistakes in flight, on each policy at each level
 
 Writes a Markdown page: for each mutant (seed 000's common mistakes, conformance/galleries/mutants.py),
 the clause spec/s3fifo.md section 8 maps its mistake to, the clause the suite's diagnosis leads
@@ -271,7 +272,42 @@ def speed_rows(repeats: int) -> list[str]:
     return rows
 
 
-SECTIONS = {"mutants": mutant_section, "benefit": benefit_section, "adapters": adapter_section, "in-flight": in_flight_section}
+def handmade_section(seeds: list[int], repeats: int) -> list[str]:
+    """The hand-made mistakes in flight (tests/handmade/lifecycle_mistakes.py), none of them the gallery's."""
+    sys.path.insert(0, str(ROOT / "tests" / "handmade"))
+    import lifecycle_mistakes  # tests/handmade: not a package of kvspec's
+
+    rows = []
+    for name, cls in lifecycle_mistakes.MISTAKES.items():
+        cells = []
+        for level in ("state", "results"):
+            factory = getattr(lifecycle_mistakes, name.replace("-", "_") + ("_results" if level == "results" else ""))
+            for policy in ("s3fifo", "lru", "fifo"):
+                started = time.perf_counter()
+                outcome = certify_in_flight(Implementation.in_process(factory, name), policy, "quick", seeds[0])
+                clauses = [c for f in outcome.findings if f.divergence for c in f.divergence.clauses]
+                verdict = "missed" if outcome.conforms else "caught, its clause" if cls.breaks in clauses else f"caught ({clauses[0]})"
+                cells.append(f"{verdict} ({time.perf_counter() - started:.1f} s)")
+        rows.append(f"| {name} | {cls.breaks} | " + " | ".join(cells) + " |")
+    return [
+        "## Hand-made mistakes, in flight",
+        "",
+        "Mistakes a cache author could make in reading spec/lifecycle.md, none of them the engines' gallery's "
+        "(tests/handmade/lifecycle_mistakes.py, one-method subclasses of the independent pool tests/handmade/lifecycle_pool.py): "
+        f"the machine of requests in flight at the quick profile, seed {seeds[0]}, on each policy at each level. *Caught, its "
+        "clause*: a finding names the clause the mistake breaks (named, or among those the symptom is consistent with); *caught "
+        "(X)*: the verdict is right, led by another clause; *missed*: it conforms (a mistake of one policy's rules is no mistake "
+        "in the others).",
+        "",
+        "| mistake | breaks | state, s3fifo | state, lru | state, fifo | results, s3fifo | results, lru | results, fifo |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+SECTIONS = {"mutants": mutant_section, "benefit": benefit_section, "adapters": adapter_section, "in-flight": in_flight_section,
+            "handmade": handmade_section}
 
 
 if __name__ == "__main__":

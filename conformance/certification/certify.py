@@ -86,21 +86,29 @@ def certify_in_flight(implementation: Implementation | Adapter, policy: str, pro
 def fewest(implementation: Implementation, found: Finding, dialect: Dialect, fresh: bool) -> Finding:
     """A failure in flight shrunk on to the fewest operations: Hypothesis shrinks the machine's steps,
     each of which may send several operations (a scheduler's step sends one for each request in
-    flight); each operation is then left out in turn, from the last, while the rest still fail with
-    the same leading clause (the spec allowing them, PROTO-36). A fault that took a deadline is left
-    as it ran."""
+    flight); each request's operations are then left out in turn, and then each operation, from the
+    last, while the rest still fail with the same leading clause (the spec allowing them, PROTO-36).
+    A fault that took a deadline is left as it ran."""
     divergence = found.divergence
     assert divergence is not None and divergence.lifecycle is not None and divergence.config is not None
     if getattr(divergence, "timed_out", False):
         return found
     operations, shrunk = list(divergence.lifecycle), divergence
-    for i in reversed(range(len(operations) - 1)):
-        again = in_flight_failure(implementation, divergence.config, dialect, operations[:i] + operations[i + 1:], fresh)
+
+    def without(fewer: list[Operation]) -> None:
+        nonlocal operations, shrunk
+        again = in_flight_failure(implementation, divergence.config, dialect, fewer, fresh)  # type: ignore[arg-type]
         if again is not None and again.clauses[:1] == divergence.clauses[:1] and type(again) is type(divergence):
-            operations, shrunk = operations[:i] + operations[i + 1:], again
+            operations, shrunk = fewer, again
+
+    for rid in dict.fromkeys(op[1] for op in operations[:-1]):  # first a whole request's operations, then each one
+        if rid != operations[-1][1]:
+            without([op for op in operations if op[1] != rid])
+    for i in reversed(range(len(operations) - 1)):
+        without(operations[:i] + operations[i + 1:])
     if shrunk is divergence:
         return found
-    return Finding(str(shrunk), f"{found.steps}\n(then shrunk to {plural(len(operations), 'operation')}, one left out at a time)", shrunk)
+    return Finding(str(shrunk), f"{found.steps}\n(then shrunk to {plural(len(operations), 'operation')}, a request's or one left out at a time)", shrunk)
 
 
 def in_flight_failure(implementation: Implementation, config: AdapterConfig, dialect: Dialect, operations: list[Operation],

@@ -4,6 +4,7 @@ state level the pools must agree after every operation too (PROTO-44). The first
 raises a Divergence whose diagnosis (diagnosis.py) names the lifecycle clause it breaks.
 """
 
+import json
 from typing import Any
 
 from kvspec.adapters.interface import AdapterConfig
@@ -61,11 +62,14 @@ class InFlight:
         self.operations.append(operation)
         expected, actual = answered(self.reference, operation), answered(self.adapter, operation)
         if actual != expected:
-            raise self.diverge(reply_diagnosis(self, expected, actual), f"expected {expected}, got {actual}", expected, actual)
+            raise self.diverge(reply_diagnosis(self, expected, actual), f"expected {json.dumps(expected)}, got {json.dumps(actual)}", expected,
+                               actual)
         if self.state_level:
             want, got = lifecycle_state_json(pool_state(self.reference)), lifecycle_state_json(self.adapter.lifecycle_state())
             if got != want:
-                raise self.diverge(state_diagnosis(self, want, got), "the pool after it differs", want, got)
+                field = next(name for name in want if want[name] != got[name])
+                raise self.diverge(state_diagnosis(self, want, got), f"the pool after it: expected {field} {json.dumps(want[field])}, got "
+                                   f"{json.dumps(got[field])}", want, got)
             self.shown = got
         return expected
 
