@@ -20,7 +20,7 @@ from kvspec.adapters import Implementation
 from kvspec.adapters.interface import AdapterConfig
 from kvspec.conformance.certification.block.dialect_search import points
 from kvspec.conformance.certification.block.lockstep import Lockstep
-from kvspec.conformance.certification.certify import certify_policy
+from kvspec.conformance.certification.certify import certify_in_flight, certify_policy
 from kvspec.conformance.certification.findings.divergence import Divergence
 from kvspec.reference import TraceFile, bundled_trace_path
 from kvspec.reference.dialects import KNOWN_DIALECTS, dialect_for, in_catalogue_order
@@ -50,6 +50,18 @@ def test_REPLAY_DIALECT_4_to_9_LRU_DIALECT_4_to_6_FIFO_DIALECT_1_2_each_engine_m
     dialect, under the machine that found the canonical policies' mistakes."""
     outcome = certify_policy(model(), policy, dialect=dialect_for(policy, name))
     assert outcome.conforms, (CLAUSES[name], outcome.findings[0].message if outcome.findings else "")
+
+
+IN_FLIGHT = [(name, policy, model) for name, policy, model in ENGINES if getattr(model(), "lifecycle", False) is True]
+
+
+@pytest.mark.parametrize(("name", "policy", "model"), IN_FLIGHT, ids=[name for name, _, _ in IN_FLIGHT])
+def test_each_engine_model_that_offers_the_lifecycle_conforms_in_flight_to_its_dialect(name: str, policy: str, model: Callable[[], object]) -> None:
+    """LIFE-VLLM-10 to LIFE-VLLM-16 (spec/dialects.md section 9): the model of the engine's pool in flight
+    conforms to its dialect's, under the machine that catches the engines' own bugs in flight."""
+    outcome = certify_in_flight(Implementation.in_process(model, name), policy, dialect=dialect_for(policy, name))
+    assert outcome.conforms and outcome.in_flight and outcome.accepted, outcome.message
+    assert {name for name, _, _ in IN_FLIGHT} >= {"vllm"}
 
 
 @pytest.mark.parametrize("trace", ["conversation_trace.jsonl.gz", pytest.param("synthetic_trace.jsonl.gz", marks=pytest.mark.untyped)])
