@@ -90,10 +90,19 @@ def admitted_at(moments: list[Moment], h: int) -> int:
     return max(i for i in range(1, len(moments)) if h in moments[i].resident and h not in moments[i - 1].resident)
 
 
-def evicted_while_referenced(moments: list[Moment], h: int) -> bool:
-    """Whether, since ``h`` was last admitted, an operation evicted another block while ``h`` was referenced."""
+def evicted_while_referenced(operations: list["Operation"], moments: list[Moment], h: int) -> bool:
+    """Whether, since ``h`` was last admitted, an operation evicted another block while ``h`` was
+    referenced (a preemption removes, LIFE-EVICT-3, and evicts nothing)."""
     start = admitted_at(moments, h)
-    return any(h in moments[i - 1].refs and moments[i - 1].resident - moments[i].resident for i in range(start + 1, len(moments)))
+    return any(h in moments[i - 1].refs and operations[i - 1][0] != "preempt" and moments[i - 1].resident - moments[i].resident
+               for i in range(start + 1, len(moments)))
+
+
+def removals(operations: list["Operation"], moments: list[Moment]) -> tuple[str, ...]:
+    """LIFE-PREEMPT-1 and LIFE-EVICT-3 where a preemption removed a block in the spec's pool: one the
+    implementation keeps takes a slot, and so another block leaves."""
+    removed = any(op[0] == "preempt" and moments[i].resident - moments[i + 1].resident for i, op in enumerate(operations[:-1]))
+    return ("LIFE-PREEMPT-1", "LIFE-EVICT-3") if removed else ()
 
 
 def computed_by_someone(operations: list["Operation"], moments: list[Moment], h: int) -> bool:
@@ -156,10 +165,12 @@ def lookup_diagnosis(flight: "InFlight", rid: int, k: int, got: int) -> Diagnosi
     if got > k:
         return consistent(*left_by(operations, moments, h), "LIFE-ALLOC-3", *eviction(policy),
                           evidence=f"; block {h} is not resident in the spec's pool, and the lookup hit it")
-    if evicted_while_referenced(moments, h):
-        return consistent(*KEPT_IN_USE, *eviction(policy), evidence=f"; block {h} is usable in the spec's pool, and was referenced when another "
-                                                                   "block was evicted: a block in use is never a victim")
-    return consistent(*eviction(policy), "LIFE-COMPUTE-1", "LIFE-POOL-3", evidence=f"; block {h} is usable in the spec's pool")
+    if evicted_while_referenced(operations, moments, h):
+        return consistent(*KEPT_IN_USE, *removals(operations, moments), *eviction(policy),
+                          evidence=f"; block {h} is usable in the spec's pool, and was referenced when another block was evicted: a block in "
+                                   "use is never a victim")
+    return consistent(*removals(operations, moments), *eviction(policy), "LIFE-COMPUTE-1", "LIFE-POOL-3",
+                      evidence=f"; block {h} is usable in the spec's pool")
 
 
 def left_by(operations: list["Operation"], moments: list[Moment], h: int) -> tuple[str, ...]:
