@@ -57,7 +57,7 @@ def test_PROTO_32_the_reference_conforms_brightgreen_and_a_mutant_does_not_red(t
     assert status == 0
     run = kvspec_badge(str(tmp_path / "lru"))
     assert run.returncode == 0 and run.stderr == ""
-    assert json.loads(run.stdout) == {"schemaVersion": 1, "label": "kvspec", "message": "lru conforms", "color": "brightgreen"}
+    assert json.loads(run.stdout) == {"schemaVersion": 1, "label": "kvspec", "message": "lru, lru in flight conform", "color": "brightgreen"}
     status, _ = certify_report(MUTANT, "s3fifo", tmp_path / "mutant")
     assert status == 3
     assert shown(tmp_path / "mutant" / "report.json", capsys) == {"schemaVersion": 1, "label": "kvspec",
@@ -66,7 +66,7 @@ def test_PROTO_32_the_reference_conforms_brightgreen_and_a_mutant_does_not_red(t
     report = json.loads(both.read_text())
     report["policies"].insert(0, {**report["policies"][0], "policy": "s3fifo"})
     both.write_text(json.dumps(report))
-    assert shown(both, capsys)["message"] == "s3fifo, lru conform"
+    assert shown(both, capsys)["message"] == "s3fifo, lru, lru in flight conform"
 
 
 def test_PROTO_32_a_dialect_is_yellow_by_its_name(capsys: Any) -> None:

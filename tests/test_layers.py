@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"kvspec.reference": ROOT / "reference", "kvspec.adapters": ROOT / "adapters", "kvspec.conformance": ROOT / "conformance"}
 # conformance/certification/'s subpackages, lowest first, as its docstring lists them; its own modules (the run) above them
-CERTIFICATION_LAYERS = [f"kvspec.conformance.certification.{name}" for name in ("findings", "block", "benefit", "verdict")]
+CERTIFICATION_LAYERS = [f"kvspec.conformance.certification.{name}" for name in ("findings", "block", "benefit", "lifecycle", "verdict")]
 # Lowest first: a module may import its own package and those before it.
 LAYERS = ["kvspec.reference", "kvspec.adapters", "kvspec.conformance.core", "kvspec.conformance.galleries", "kvspec.conformance.measurement",
           "kvspec.conformance.fixtures", "kvspec.conformance.hunt", *CERTIFICATION_LAYERS, "kvspec.conformance.certification",

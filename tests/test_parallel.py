@@ -377,7 +377,7 @@ def test_a_policy_an_implementation_does_not_offer_is_its_certification_s_findin
                                timeout=120, env={**os.environ, "KVSPEC_CONTRACTS": "0"})  # the reference's, cheaper off
     assert (completed.returncode, completed.stderr) == (3, "")
     assert completed.stdout.splitlines()[:2] == [f"benefit-only, canonical, seed 0: DOES NOT CONFORM ({said})",
-                                                 "reference, canonical, seed 0: conforms (fifo conforms)"]
+                                                 "reference, canonical, seed 0: conforms (fifo conforms, fifo in flight conforms)"]
     report = json.loads((tmp_path / "report" / "campaign.json").read_text())
     assert schema_errors("campaign-report.schema.json", report) == []
     refused, certified = (entry["report"] for entry in report["certifications"])

@@ -344,7 +344,7 @@ def markdown(campaign: CampaignReport) -> str:
              "| implementation | dialect | seed | profile | verdict | policies | report |", "|---|---|---:|---|---|---|---|"]
     for entry in campaign.certifications:
         report = entry.report
-        policies = (", ".join(f"{p.policy} {'conforms' if p.conforms else 'fails'}" for p in report.policies)
+        policies = (", ".join(f"{p.policy}{' in flight' if p.in_flight else ''} {'conforms' if p.conforms else 'fails'}" for p in report.policies)
                     or f"none ({without_policies(report)})".replace("|", "\\|"))
         lines.append(f"| {entry.implementation} | {entry.dialect} | {entry.seed} | {report.profile} | {verdict_text(report)} | {policies} "
                      f"| [{entry.folder}/report.md]({entry.folder}/report.md) |")

@@ -118,7 +118,7 @@ def in_flight_failure(implementation: Implementation, config: AdapterConfig, dia
     state it needs) or an operation is left after the one that diverged."""
     try:
         adapter = started(implementation, fresh)
-        flight = InFlight(Located(adapter, lambda: Location("the shrinking", len(flight.operations), config, [], list(flight.operations))),
+        flight = InFlight(Located(adapter, lambda: Location("the shrinking", len(flight.operations), config, [], lifecycle=list(flight.operations))),
                           config, dialect)
         flight.adapter.configure(config)
         for operation in operations:

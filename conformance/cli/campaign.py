@@ -40,7 +40,7 @@ def run_campaign(args: argparse.Namespace) -> int:
         campaign = write_campaign(args.campaign, planned, found, args.report, staging)
     for entry in campaign.certifications:
         report = entry.report
-        policies = ", ".join(f"{p.policy} {'conforms' if p.conforms else 'DOES NOT CONFORM'}" for p in report.policies)
+        policies = ", ".join(f"{p.policy}{' in flight' if p.in_flight else ''} {'conforms' if p.conforms else 'DOES NOT CONFORM'}" for p in report.policies)
         print(f"{entry.implementation}, {entry.dialect}, seed {entry.seed}: {'conforms' if report.conforms else 'DOES NOT CONFORM'}"
               f" ({policies or without_policies(report)})")
     print(f"the report: {args.report / 'campaign.md'}")

@@ -17,7 +17,7 @@ A clause is named only where its broken rule explains the symptom; otherwise the
 """
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kvspec.adapters.reference import pool_state
 from kvspec.conformance.certification.block.diagnosis import Diagnosis, consistent, eviction_clauses, named
@@ -25,8 +25,9 @@ from kvspec.conformance.core.output import plural
 from kvspec.reference.caches import pool_for
 from kvspec.reference.replay import hit_tokens
 
-if TYPE_CHECKING:
-    from kvspec.conformance.certification.lifecycle.lockstep import InFlight, Json, Operation
+Operation = tuple[Any, ...]  # (op, request id, its arguments...), as a lifecycle case lists it (FIX-18)
+Json = dict[str, Any]
+InFlight = Any  # lockstep.py's InFlight, which imports this module: its operations, config, dialect and the pool it showed last
 
 # The clause of each operation's own rule (spec/lifecycle.md section 2).
 OPERATION_CLAUSES = {"arrive": "LIFE-ARRIVE-1", "lookup": "LIFE-LOOKUP-1", "allocate": "LIFE-ALLOC-4", "compute": "LIFE-COMPUTE-1",
@@ -57,7 +58,7 @@ class Moment:
     made: bool = False
 
 
-def history(flight: "InFlight") -> list[Moment]:
+def history(flight: InFlight) -> list[Moment]:
     """The spec's pool replayed over every operation but the last: the empty pool's moment first,
     then one after each operation."""
     pool = pool_for(flight.reference_config)()
@@ -75,12 +76,12 @@ def moment(pool: Any, k: int = 0, made: bool = False) -> Moment:
     return Moment(frozenset(h for h, _ in state.small + state.main), dict(state.refs), frozenset(state.pending), k, made)
 
 
-def blocks_of(operations: list["Operation"], rid: int) -> list[int]:
+def blocks_of(operations: list[Operation], rid: int) -> list[int]:
     """The hash ids of request ``rid``, from its latest arrival."""
     return next(list(op[2]) for op in reversed(operations) if op[0] == "arrive" and op[1] == rid)
 
 
-def since_arrival(operations: list["Operation"], rid: int) -> int:
+def since_arrival(operations: list[Operation], rid: int) -> int:
     """The index of request ``rid``'s latest arrival."""
     return max(i for i, op in enumerate(operations) if op[0] == "arrive" and op[1] == rid)
 
@@ -90,35 +91,35 @@ def admitted_at(moments: list[Moment], h: int) -> int:
     return max(i for i in range(1, len(moments)) if h in moments[i].resident and h not in moments[i - 1].resident)
 
 
-def evicted_while_referenced(operations: list["Operation"], moments: list[Moment], h: int) -> bool:
-    """Whether, since ``h`` was last admitted, an operation evicted another block while ``h`` was
-    referenced (a preemption removes, LIFE-EVICT-3, and evicts nothing)."""
+def left_while_referenced(moments: list[Moment], h: int) -> bool:
+    """Whether, since ``h`` was last admitted, another block left the pool (evicted, or removed by a
+    preemption) while ``h`` was referenced: where an implementation that does not count ``h`` as in
+    use could have let it go instead."""
     start = admitted_at(moments, h)
-    return any(h in moments[i - 1].refs and operations[i - 1][0] != "preempt" and moments[i - 1].resident - moments[i].resident
-               for i in range(start + 1, len(moments)))
+    return any(h in moments[i - 1].refs and moments[i - 1].resident - moments[i].resident for i in range(start + 1, len(moments)))
 
 
-def removals(operations: list["Operation"], moments: list[Moment]) -> tuple[str, ...]:
+def removals(operations: list[Operation], moments: list[Moment]) -> tuple[str, ...]:
     """LIFE-PREEMPT-1 and LIFE-EVICT-3 where a preemption removed a block in the spec's pool: one the
     implementation keeps takes a slot, and so another block leaves."""
     removed = any(op[0] == "preempt" and moments[i].resident - moments[i + 1].resident for i, op in enumerate(operations[:-1]))
     return ("LIFE-PREEMPT-1", "LIFE-EVICT-3") if removed else ()
 
 
-def computed_by_someone(operations: list["Operation"], moments: list[Moment], h: int) -> bool:
+def computed_by_someone(operations: list[Operation], moments: list[Moment], h: int) -> bool:
     """Whether a compute since ``h`` was last admitted covered a position of ``h`` in its request."""
     start = admitted_at(moments, h)
     return any(op[0] == "compute" and h in blocks_of(operations[:i + 1], op[1])[:op[2]] for i, op in enumerate(operations[start:-1], start))
 
 
-def released(operations: list["Operation"]) -> tuple[str, ...]:
+def released(operations: list[Operation]) -> tuple[str, ...]:
     """The clauses of the releases the operations made (a finish, a preemption)."""
     return tuple(dict.fromkeys(RELEASES[op[0]] for op in operations if op[0] in RELEASES))
 
 
 # -- a reply that differs ---------------------------------------------------------------------------
 
-def reply_diagnosis(flight: "InFlight", expected: "Json", actual: "Json") -> Diagnosis:
+def reply_diagnosis(flight: InFlight, expected: Json, actual: Json) -> Diagnosis:
     """The operation's reply differs from the spec's."""
     op, rid, *_ = flight.operations[-1]
     if flight.dialect:
@@ -142,7 +143,7 @@ def reply_diagnosis(flight: "InFlight", expected: "Json", actual: "Json") -> Dia
     return named(OPERATION_CLAUSES[op])
 
 
-def lookup_evidence(flight: "InFlight", rid: int, k: int, got: int) -> str:
+def lookup_evidence(flight: InFlight, rid: int, k: int, got: int) -> str:
     """What the implementation's own pool before a lookup says of the block the two k's part at."""
     shown = flight.shown
     assert shown is not None
@@ -153,7 +154,7 @@ def lookup_evidence(flight: "InFlight", rid: int, k: int, got: int) -> str:
     return f"block {h} is resident and computed in its own pool, and it did not hit it; "
 
 
-def lookup_diagnosis(flight: "InFlight", rid: int, k: int, got: int) -> Diagnosis:
+def lookup_diagnosis(flight: InFlight, rid: int, k: int, got: int) -> Diagnosis:
     """At the results level: the k's part at block h, read against the spec's pool before the lookup."""
     operations, policy, moments = flight.operations, flight.config.policy, history(flight)
     h, before = blocks_of(operations, rid)[min(k, got)], moments[-1]
@@ -165,15 +166,15 @@ def lookup_diagnosis(flight: "InFlight", rid: int, k: int, got: int) -> Diagnosi
     if got > k:
         return consistent(*left_by(operations, moments, h), "LIFE-ALLOC-3", *eviction(policy),
                           evidence=f"; block {h} is not resident in the spec's pool, and the lookup hit it")
-    if evicted_while_referenced(operations, moments, h):
+    if left_while_referenced(moments, h):
         return consistent(*KEPT_IN_USE, *removals(operations, moments), *eviction(policy),
-                          evidence=f"; block {h} is usable in the spec's pool, and was referenced when another block was evicted: a block in "
+                          evidence=f"; block {h} is usable in the spec's pool, and was referenced when another block left it: a block in "
                                    "use is never a victim")
     return consistent(*removals(operations, moments), *eviction(policy), "LIFE-COMPUTE-1", "LIFE-POOL-3",
                       evidence=f"; block {h} is usable in the spec's pool")
 
 
-def left_by(operations: list["Operation"], moments: list[Moment], h: int) -> tuple[str, ...]:
+def left_by(operations: list[Operation], moments: list[Moment], h: int) -> tuple[str, ...]:
     """How block ``h`` last left the spec's pool: removed by a preemption (LIFE-PREEMPT-1,
     LIFE-EVICT-3), or evicted while other blocks were in use, of which an implementation that evicts
     one instead keeps ``h`` (LIFE-EVICT-1); nothing more is known if it never was resident."""
@@ -186,7 +187,7 @@ def left_by(operations: list["Operation"], moments: list[Moment], h: int) -> tup
     return ("LIFE-EVICT-1",) if moments[i - 1].refs else ()
 
 
-def finish_diagnosis(flight: "InFlight", rid: int, expected: "Json", actual: "Json") -> Diagnosis:
+def finish_diagnosis(flight: InFlight, rid: int, expected: Json, actual: Json) -> Diagnosis:
     """Hit tokens or recomputed tokens that differ (section 4): read against the spec's own lookups
     of the request, one before each of its allocations."""
     operations = flight.operations
@@ -221,7 +222,7 @@ def wrong_count(attempts: list[tuple[int, bool]], block_size: int, input_length:
 
 # -- a pool that differs (the state level) ------------------------------------------------------------
 
-def state_diagnosis(flight: "InFlight", want: "Json", got: "Json") -> Diagnosis:
+def state_diagnosis(flight: InFlight, want: Json, got: Json) -> Diagnosis:
     """The implementation's pool after the operation differs from the spec's, its pool before agreeing."""
     op, rid, *_ = flight.operations[-1]
     before = flight.shown
@@ -243,7 +244,7 @@ def state_diagnosis(flight: "InFlight", want: "Json", got: "Json") -> Diagnosis:
     return queues_diagnosis(flight, op, want, got, resident, spec_resident)
 
 
-def refs_diagnosis(flight: "InFlight", op: str, rid: int, before: "Json", want: "Json", got: "Json") -> Diagnosis:
+def refs_diagnosis(flight: InFlight, op: str, rid: int, before: Json, want: Json, got: Json) -> Diagnosis:
     counts_before, wanted, counts = (dict(map(tuple, state["refs"])) for state in (before, want, got))
     differing = sorted(h for h in wanted.keys() | counts.keys() if wanted.get(h, 0) != counts.get(h, 0))
     h = differing[0]
@@ -258,19 +259,19 @@ def refs_diagnosis(flight: "InFlight", op: str, rid: int, before: "Json", want: 
     return named(OPERATION_CLAUSES[op], evidence=f"; {change}, which the operation does not change")
 
 
-def pending_diagnosis(flight: "InFlight", op: str, rid: int, before: "Json", want: "Json", got: "Json") -> Diagnosis:
+def pending_diagnosis(flight: InFlight, op: str, rid: int, before: Json, want: Json, got: Json) -> Diagnosis:
     extra, missing = sorted(set(got["pending"]) - set(want["pending"])), sorted(set(want["pending"]) - set(got["pending"]))
     said = f"block {extra[0]} is not computed in its pool" if extra else f"block {missing[0]} is computed in its pool"
     clause = {"allocate": "LIFE-ALLOC-1", "compute": "LIFE-COMPUTE-1", "preempt": "LIFE-PREEMPT-1"}.get(op, OPERATION_CLAUSES[op])
     return named(clause, "LIFE-POOL-3", evidence=f"; {said}, and in the spec's {'it is computed' if extra else 'not'}")
 
 
-def held_diagnosis(flight: "InFlight", op: str, rid: int, before: "Json", want: "Json", got: "Json") -> Diagnosis:
+def held_diagnosis(flight: InFlight, op: str, rid: int, before: Json, want: Json, got: Json) -> Diagnosis:
     clause = {"allocate": "LIFE-ALLOC-3"}.get(op, OPERATION_CLAUSES[op])
     return named(clause, "LIFE-POOL-1", evidence=f"; it holds {got['held']} blocks outside the cache, the spec {want['held']}")
 
 
-def queues_diagnosis(flight: "InFlight", op: str, want: "Json", got: "Json", resident: set[int], spec_resident: set[int]) -> Diagnosis:
+def queues_diagnosis(flight: InFlight, op: str, want: Json, got: Json, resident: set[int], spec_resident: set[int]) -> Diagnosis:
     """The queues differ, and the counts, blocks not computed and held count agree."""
     policy = flight.config.policy
     if op == "preempt":

@@ -12,13 +12,11 @@ from kvspec.adapters.reference import pool_state
 from kvspec.adapters.wire import lifecycle_reply_json, lifecycle_state_json
 from kvspec.conformance.certification.block.diagnosis import Diagnosis
 from kvspec.conformance.certification.findings.divergence import Divergence
-from kvspec.conformance.certification.lifecycle.diagnosis import reply_diagnosis, state_diagnosis
+from kvspec.conformance.certification.lifecycle.diagnosis import Json, Operation, reply_diagnosis, state_diagnosis
 from kvspec.reference import ReplayConfig
 from kvspec.reference.caches import pool_for
 from kvspec.reference.dialects import CANONICAL, Dialect, in_catalogue_order
 
-Operation = tuple[Any, ...]  # (op, request id, its arguments...), as a lifecycle case lists it (FIX-18)
-Json = dict[str, Any]
 
 
 def replay_config(config: AdapterConfig, dialect: Dialect = CANONICAL) -> ReplayConfig:

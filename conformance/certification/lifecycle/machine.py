@@ -7,7 +7,7 @@ evicted, LIFE-INV-2's computed-before-hit, all on the implementation's own pool)
 
 Requests share and part from prefixes as conversations do (fresh, a next turn, a branch part-way,
 an exact repeat: core/workloads.py Conversations), or mix earlier ids and fresh ones, an id twice
-in one request among them (REPLAY-TRACE-4); pools are small (one slot to a dozen) so that
+in one request among them; pools are small (one slot to a dozen) so that
 several requests fill them with blocks in use, and now and then a request is longer than the pool
 (LIFE-ALLOC-4 runs it alone). A waiting request is looked up and allocated, most often a lookup
 just before its allocation, as a scheduler does (so that its hits are checked where they are
@@ -179,7 +179,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             hash_ids = conversations.fresh(blocks)
         elif shape == "long":
             hash_ids = conversations.fresh(min(config.capacity, 12) + blocks)  # longer than the pool (LIFE-ALLOC-4: it runs alone)
-        elif shape == "mix":  # REPLAY-TRACE-4: an id repeated, one pool slot for both (LIFE-ALLOC-2, LIFE-ALLOC-4)
+        elif shape == "mix":  # an id repeated, one pool slot for both (LIFE-ALLOC-2, LIFE-ALLOC-4)
             hash_ids = [conversations.earlier(n - 1) if n else conversations.fresh(1)[0] for n in data.draw(MIXES, label="mix")]
         else:
             parent = earlier[-1 - pick % len(earlier)]

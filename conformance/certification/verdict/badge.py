@@ -77,7 +77,7 @@ def badge(report: Report) -> Badge:
     verdicts = [verdict_of(verdict) for verdict in report.policies]
     groups: dict[str, list[str]] = {}
     for verdict, said in zip(report.policies, verdicts, strict=True):
-        groups.setdefault(said, []).append(verdict.policy)
+        groups.setdefault(said, []).append(f"{verdict.policy} in flight" if verdict.in_flight else verdict.policy)
     parts = [together(policies, said) for said, policies in groups.items()]
     faults = plural(len(report.faults), "fault")
     if report.faults:
