@@ -21,6 +21,7 @@ from kvspec.conformance.certification.findings.divergence import Divergence, Fin
 from kvspec.conformance.certification.findings.faults import Located, Location, Unshrinkable, reset_difference
 from kvspec.conformance.certification.lifecycle.lockstep import InFlight, Operation
 from kvspec.conformance.certification.lifecycle.machine import LifecycleMachine, lifecycle_machine_for
+from kvspec.conformance.cli.interruption import unless_interrupted
 from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ConfigError, KvspecError, ReplayConfig, make_policy
@@ -147,7 +148,7 @@ def run(machine: type[CertificationMachine | BenefitMachine | LifecycleMachine],
     found: list[Finding] = []
     started = time.perf_counter()
     try:
-        with with_reporter(reported.append), global_constants_only():
+        with with_reporter(reported.append), global_constants_only(), interruption_kept():
             run_state_machine_as_test(machine, settings=chosen)  # type: ignore[arg-type]
     except Unshrinkable as stop:
         found.append(finding(stop.fault, [UNSHRUNK]))
@@ -160,6 +161,18 @@ def run(machine: type[CertificationMachine | BenefitMachine | LifecycleMachine],
         found += [finding(each, reported) for each in failures]
     machine.rate = machine.examples / (time.perf_counter() - started)
     return found
+
+
+@contextmanager
+def interruption_kept() -> Iterator[None]:
+    """An interruption ends the run as an interruption (PROTO-30). A signal that cuts an example short
+    in the middle of a draw leaves Hypothesis an example it cannot freeze: it raises
+    FlakyStrategyDefinition in the place of the interruption, which would be a finding (PROTO-7) and
+    the certification's next phase would run, to the end, before kvspec stopped."""
+    try:
+        yield
+    finally:
+        unless_interrupted()
 
 
 @contextmanager
