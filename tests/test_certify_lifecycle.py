@@ -8,15 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase
 
 from kvspec.adapters import Implementation
 from kvspec.adapters.reference import ReferenceAdapter
 from kvspec.conformance import cli
+from kvspec.conformance.certification import certify
 from kvspec.conformance.certification.certify import certify_in_flight
 from kvspec.conformance.galleries.canonical_lifecycle import CanonicalPool
 from kvspec.conformance.galleries.lifecycle_mutants import MUTANTS, PoolAdapter
 
-MUTANT = "python:kvspec.conformance.galleries.lifecycle_mutants:retry_counted_twice"
+MUTANT = "python:kvspec.conformance.galleries.lifecycle_mutants:recomputation_counted_as_hits"
 
 
 @pytest.mark.parametrize("policy", ["s3fifo", "lru", "fifo"])
@@ -27,11 +29,19 @@ def test_LIFE_INV_1_LIFE_INV_2_the_reference_and_the_independent_pool_conform_in
         assert outcome.in_flight and outcome.accepted > 50
 
 
+def unshrunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine's power over a mistake is whether its examples find it, and with which clause; the
+    shrinking that follows, nine tenths of such a run, is the test of PROTO-35's counterexample and
+    the bench's (bench/bench_certify.py)."""
+    monkeypatch.setattr(certify, "PHASES", (Phase.generate,))
+
+
 @pytest.mark.parametrize("level", ["state", "results"])
 @pytest.mark.parametrize("name", list(MUTANTS))
-def test_each_mutant_of_the_engines_gallery_does_not_conform_with_the_clause_it_breaks(name: str, level: str) -> None:
+def test_each_mutant_of_the_engines_gallery_does_not_conform_with_the_clause_it_breaks(name: str, level: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """LIFE-LOOKUP-1, LIFE-ALLOC-2, LIFE-PREEMPT-1, LIFE-POOL-2, LIFE-HIT-1, LIFE-EVICT-1: the clause the
     mutant's report breaks is named at the state level, and among the clauses at the results level."""
+    unshrunk(monkeypatch)
     mutant = MUTANTS[name]
     outcome = certify_in_flight(Implementation.in_process(lambda: PoolAdapter(mutant, level), name), "lru")  # type: ignore[arg-type]
     assert not outcome.conforms
@@ -57,7 +67,7 @@ def test_PROTO_35_a_counterexample_in_flight_is_a_lifecycle_case_that_fixtures_v
     capsys.readouterr()
     assert cli.main(["fixtures", "verify", str(tmp_path / failure["trace_file"]), "--adapter", MUTANT]) == 3
     assert "hit_tokens" in capsys.readouterr().out
-    correct = MUTANT.replace("retry_counted_twice", "canonical")
+    correct = MUTANT.replace("recomputation_counted_as_hits", "canonical")
     assert cli.main(["fixtures", "verify", str(tmp_path / failure["trace_file"]), "--adapter", correct]) == 0
 
 
@@ -69,6 +79,11 @@ CAUGHT = [("finish-keeps-held", "results", "lru"), ("fit-counts-repeats", "resul
           ("referenced-kept-in-small", "results", "s3fifo"), ("in-use-skips-its-chance", "state", "s3fifo"),
           ("fifo-in-use-requeued", "state", "fifo"), ("decode-refused-when-full", "results", "lru"), ("removed-to-ghost", "state", "s3fifo"),
           ("recomputed-below-zero", "state", "s3fifo")]
+
+
+# Its examples find the negative count the finish reply's schema refuses (PROTO-16); the shrinker,
+# exploring, finds the example whose diagnosis names LIFE-HIT-2.
+NAMED_AS_IT_SHRINKS = {"recomputed-below-zero"}
 
 
 def handmade(name: str) -> Implementation:
@@ -83,9 +98,12 @@ def test_LIFE_POOL_1_LIFE_POOL_2_LIFE_POOL_3_an_independent_pool_in_tests_handma
 
 
 @pytest.mark.parametrize(("name", "level", "policy"), CAUGHT, ids=[f"{n}-{level}-{p}" for n, level, p in CAUGHT])
-def test_a_hand_made_mistake_the_gallery_does_not_have_does_not_conform_with_its_clause(name: str, level: str, policy: str) -> None:
+def test_a_hand_made_mistake_the_gallery_does_not_have_does_not_conform_with_its_clause(name: str, level: str, policy: str,
+                                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """LIFE-FINISH-1, LIFE-ALLOC-4, LIFE-COMPUTE-1, S3-LIFE-1, S3-LIFE-2, FIFO-LIFE-1, LIFE-DECODE-1, LIFE-EVICT-3, LIFE-HIT-2:
     the machine's power on mistakes it was not written against."""
+    if name not in NAMED_AS_IT_SHRINKS:
+        unshrunk(monkeypatch)
     import sys
 
     sys.path.insert(0, str(HANDMADE))

@@ -30,6 +30,7 @@ from kvspec.reference.constants import CERTIFY_PROFILES
 from kvspec.reference.dialects import CANONICAL, Dialect
 
 PROFILES = {name: settings(**budget) for name, budget in CERTIFY_PROFILES.items()}
+PHASES = (Phase.generate, Phase.shrink)  # no example database: a seed alone names the examples
 UNSHRUNK = "(not shrunk: every replay would wait out the deadline again; the counterexample is the example as it ran)"
 
 
@@ -141,7 +142,7 @@ def run(machine: type[CertificationMachine | BenefitMachine | LifecycleMachine],
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
+        phases=PHASES,
         report_multiple_bugs=True,
     )
     reported: list[str] = []
