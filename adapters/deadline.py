@@ -29,7 +29,7 @@ EXIT = os._exit
 EXITS = (os, posix)  # the modules an implementation may call _exit by (os._exit is posix._exit)
 TAKEN = ("took SIGALRM away, which kvspec keeps the deadline with (PROTO-15): in kvspec's process it may not (served in a process "
          "of its own, python:module:factory, it may)")
-HOST_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # kvspec's own interruptions (conformance/cli/interruption.py), or a host's
+HOST_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # kvspec's own interruptions (conformance/core/interruption.py), or a host's
 
 
 class Expired(BaseException):

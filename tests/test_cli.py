@@ -16,7 +16,7 @@ from hypothesis.errors import FlakyStrategyDefinition
 from kvspec.conformance import cli
 from kvspec.conformance.cli import certify as certify_command
 from kvspec.conformance.certification import certify as certification_run
-from kvspec.conformance.cli import interruption
+from kvspec.conformance.core import interruption
 from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ReplayConfig, TraceFile, replay
 

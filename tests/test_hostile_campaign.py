@@ -39,7 +39,7 @@ from test_bad_input import test_bad_input as run_case
 from kvspec.adapters import IN_PROCESS
 from kvspec.conformance import cli
 from kvspec.conformance.certification import campaign as campaign_module
-from kvspec.conformance.cli import interruption
+from kvspec.conformance.core import interruption
 from kvspec.conformance.core.parallel import Cluster
 from kvspec.reference import KvspecError
 

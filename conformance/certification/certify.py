@@ -21,7 +21,7 @@ from kvspec.conformance.certification.findings.divergence import Divergence, Fin
 from kvspec.conformance.certification.findings.faults import Located, Location, Unshrinkable, reset_difference
 from kvspec.conformance.certification.lifecycle.lockstep import InFlight, Operation
 from kvspec.conformance.certification.lifecycle.machine import LifecycleMachine, lifecycle_machine_for
-from kvspec.conformance.cli.interruption import unless_interrupted
+from kvspec.conformance.core.interruption import unless_interrupted
 from kvspec.conformance.core.output import plural
 from kvspec.conformance.core.workloads import Pins
 from kvspec.reference import ConfigError, KvspecError, ReplayConfig, make_policy

@@ -1,9 +1,9 @@
 """The ``kvspec`` command line: one module per command (replay, sweep, compare, certify, campaign,
 badge, fixtures verify, hunt), the maintainers' commands apart (maintainers: fixtures generate and
-collect, spec schemas and annotate), and what they share (arguments, interruption, jobs, progress,
-spool). Each command's module says what its arguments are and calls the package that does the work,
-which it imports as it runs: building the parser and printing help load none of it
-(tests/test_startup.py)."""
+collect, spec schemas and annotate), and what they share (arguments, jobs, progress, spool; the
+interruption is conformance/core's, for a certification checks it too). Each command's module says
+what its arguments are and calls the package that does the work, which it imports as it runs:
+building the parser and printing help load none of it (tests/test_startup.py)."""
 
 import argparse
 import shlex
@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from kvspec.conformance.cli.arguments import EXIT_STATUS, Parser, check_dialects
-from kvspec.conformance.cli.interruption import Interrupted, delivered_again, interrupted, unless_interrupted
+from kvspec.conformance.core.interruption import Interrupted, delivered_again, interrupted, unless_interrupted
 from kvspec.conformance.core.streams import stdout_failure
 from kvspec.reference import SPEC_VERSION, KvspecError
 

@@ -29,7 +29,7 @@ def add(commands: Any) -> None:
 
 def run_campaign(args: argparse.Namespace) -> int:
     from kvspec.conformance.certification.campaign import read_campaign, staged, without_policies, write_campaign
-    from kvspec.conformance.cli.interruption import unless_interrupted
+    from kvspec.conformance.core.interruption import unless_interrupted
     from kvspec.conformance.cli.jobs import job_workers
 
     planned = read_campaign(args.campaign)

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from kvspec.conformance.cli.arguments import ADAPTER_FORMS, add_adapter, add_dialect, folder_path, subcommand, typed
-from kvspec.conformance.cli.interruption import unless_interrupted
+from kvspec.conformance.core.interruption import unless_interrupted
 from kvspec.reference import ALL_POLICIES
 from kvspec.reference.constants import CERTIFY_PROFILES as PROFILES
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvspec.conformance.cli import maintainers
 from kvspec.conformance.cli.arguments import ADAPTER_FORMS, add_adapter, add_output, subcommand, typed
-from kvspec.conformance.cli.interruption import unless_interrupted
+from kvspec.conformance.core.interruption import unless_interrupted
 from kvspec.conformance.cli.progress import Progress
 from kvspec.reference import ALL_POLICIES, KvspecError
 

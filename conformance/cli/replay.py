@@ -29,7 +29,7 @@ from kvspec.conformance.cli.arguments import (
     with_progress,
     write_json,
 )
-from kvspec.conformance.cli.interruption import unless_interrupted
+from kvspec.conformance.core.interruption import unless_interrupted
 from kvspec.conformance.cli.serve import add_service, check_alone, run_served
 from kvspec.conformance.cli.spool import Spool
 from kvspec.reference import POLICIES, KvspecError, ReplayConfig, TraceFile, make_policy
