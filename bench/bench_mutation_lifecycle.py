@@ -1,6 +1,7 @@
-"""The mutation score of the lifecycle (issue 32 section 3), with two judges. cosmic-ray 8.7 mutates
-an independent pool, one mutation at a time, and a judge gives a verdict at the state level and at
-the results level (FIX-18, FIX-16; PROTO-35's two levels):
+"""The mutation score of the lifecycle (issue 32 section 3), with two judges.
+
+cosmic-ray 8.7 mutates an independent pool, one mutation at a time, and a judge gives a verdict at
+the state level and at the results level (FIX-18, FIX-16; PROTO-35's two levels):
 
 - ``cases``: the canonical lifecycle pool (Flight and CanonicalPool in
   conformance/galleries/canonical_lifecycle.py; never the replay helpers below them, nor the
