@@ -30,7 +30,7 @@ from kvspec.reference.constants import CERTIFY_PROFILES
 from kvspec.reference.dialects import CANONICAL, Dialect
 
 PROFILES = {name: settings(**budget) for name, budget in CERTIFY_PROFILES.items()}
-PHASES = (Phase.generate, Phase.shrink)  # no example database: a seed alone names the examples
+PHASES = (Phase.generate, Phase.shrink)  # no database to reuse, no explicit examples: a seed alone names the examples
 UNSHRUNK = "(not shrunk: every replay would wait out the deadline again; the counterexample is the example as it ran)"
 
 
