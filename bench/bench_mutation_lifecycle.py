@@ -36,6 +36,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,25 +44,20 @@ ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("s3fifo", "lru", "fifo")
 
 
+class Hang(BaseException):
+    """The judge's deadline passed."""
+
+
 @dataclass(frozen=True)
 class Judge:
-    """What a judge mutates (the module, the classes whose lines it may change) and its deadline."""
+    """What a judge mutates (the module, the classes whose lines it may change), its verdict on the
+    copy at ``work`` at a level, and its deadline."""
 
     module: str
     classes: tuple[str, ...]
+    check: Callable[[Path, bool], str]
     deadline: int
-
-    def work(self, name: str) -> Path:
-        """The copy: WORK/tree, imported as kvspec from WORK/root."""
-        return Path(f"/tmp/kvspec-mutation-lifecycle{'' if name == 'cases' else '-' + name}")
-
-
-JUDGES = {"cases": Judge("conformance/galleries/canonical_lifecycle.py", ("Flight", "CanonicalPool"), 20),
-          "machine": Judge("tests/handmade/lifecycle_pool.py", ("HandmadePool",), 300)}
-
-
-class Hang(BaseException):
-    """The judge's deadline passed."""
+    work: Path  # the copy: work/tree, imported as kvspec from work/root
 
 
 def cases_verdict(work: Path, states: bool) -> str:
@@ -89,16 +85,21 @@ def machine_verdict(work: Path, states: bool) -> str:
     certify.PHASES = (Phase.generate,)
     factory = "pool" if states else "pool_results"
     for policy in POLICIES:
-        outcome = certify.certify_in_flight(Implementation(f"in-process:{work / 'tree' / JUDGES['machine'].module}:{factory}"), policy)
+        outcome = certify.certify_in_flight(Implementation(f"in-process:{work / 'tree' / MACHINE.module}:{factory}"), policy)
         if not outcome.conforms:
             clauses = {clause for finding in outcome.findings if finding.divergence is not None for clause in finding.divergence.clauses}
             return "hang" if "PROTO-15" in clauses else "crash" if "PROTO-29" in clauses else "failure"
     return "survived"
 
 
-def verdict(name: str, states: bool) -> str:
+CASES = Judge("conformance/galleries/canonical_lifecycle.py", ("Flight", "CanonicalPool"), cases_verdict, 20,
+              Path("/tmp/kvspec-mutation-lifecycle"))
+MACHINE = Judge("tests/handmade/lifecycle_pool.py", ("HandmadePool",), machine_verdict, 300, Path("/tmp/kvspec-mutation-lifecycle-machine"))
+JUDGES = {"cases": CASES, "machine": MACHINE}
+
+
+def verdict(judge: Judge, states: bool) -> str:
     """A judge's verdict at a level, its deadline a hang and whatever it raises a crash."""
-    judge, check = JUDGES[name], {"cases": cases_verdict, "machine": machine_verdict}[name]
 
     def alarm(*_: object) -> None:
         raise Hang()
@@ -106,7 +107,7 @@ def verdict(name: str, states: bool) -> str:
     signal.signal(signal.SIGALRM, alarm)
     signal.alarm(judge.deadline)
     try:
-        return check(judge.work(name), states)
+        return judge.check(judge.work, states)
     except Hang:
         return "hang"
     except Exception:
@@ -118,16 +119,18 @@ def verdict(name: str, states: bool) -> str:
 def judge(name: str) -> int:
     """cosmic-ray's test command: both levels' verdicts as one JSON line; 1 when either killed."""
     os.environ["KVSPEC_CONTRACTS"] = "0"
-    sys.path.insert(0, str(JUDGES[name].work(name) / "root"))
+    judge_of = JUDGES[name]
+    sys.path.insert(0, str(judge_of.work / "root"))
     sys.dont_write_bytecode = True
-    verdicts = {"state": verdict(name, True), "results": verdict(name, False)}
+    verdicts = {"state": verdict(judge_of, True), "results": verdict(judge_of, False)}
     print(json.dumps(verdicts))
     return 0 if set(verdicts.values()) == {"survived"} else 1
 
 
 def run(name: str) -> None:
     """A fresh copy of HEAD, cosmic-ray's init, line and pragma filters, and exec."""
-    judge_of, work = JUDGES[name], JUDGES[name].work(name)
+    judge_of = JUDGES[name]
+    work = judge_of.work
     subprocess.run(["rm", "-rf", str(work)], check=True)
     (work / "tree").mkdir(parents=True)
     (work / "root").mkdir()
@@ -152,7 +155,10 @@ def run(name: str) -> None:
 
 def report(name: str) -> None:
     """Each level's score, and every mutant that some level does not kill, by line."""
-    db = sqlite3.connect(JUDGES[name].work(name) / "lifecycle.sqlite")
+    session = JUDGES[name].work / "lifecycle.sqlite"
+    if not session.exists():
+        sys.exit(f"{session}: no run of --judge {name} to report (run it first: bench/bench_mutation_lifecycle.py run --judge {name})")
+    db = sqlite3.connect(session)
     rows = db.execute("select s.start_pos_row, s.definition_name, s.operator_name, s.occurrence, r.diff, r.output, r.test_outcome "
                       "from work_results r join mutation_specs s on r.job_id = s.job_id where r.worker_outcome != 'SKIPPED' "
                       "order by s.start_pos_row, s.operator_name, s.occurrence").fetchall()
